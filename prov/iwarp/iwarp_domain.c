@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Domain object: one interface address inside the fabric's subnet. It
+ * can be opened and closed; endpoints, completion queues, address
+ * vectors, counters and memory registration arrive in later stages and
+ * answer -FI_ENOSYS until then.
+ */
+#include "iwarp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int iwarp_domain_close(struct fid *fid)
+{
+	struct iwarp_domain *dom = iwarp_domain_of(fid);
+
+	atomic_fetch_sub(&dom->fabric->ref, 1);
+	free(dom);
+	return 0;
+}
+
+static int iwarp_no_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+			    struct fid_av **av, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_no_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+			    struct fid_cq **cq, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_no_endpoint(struct fid_domain *domain, struct fi_info *info,
+			     struct fid_ep **ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_no_cntr_open(struct fid_domain *domain,
+			      struct fi_cntr_attr *attr,
+			      struct fid_cntr **cntr, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_no_poll_open(struct fid_domain *domain,
+			      struct fi_poll_attr *attr,
+			      struct fid_poll **pollset)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
+			    struct fid_stx **stx, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
+			    struct fid_ep **rx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_no_query_atomic(struct fid_domain *domain,
+				 enum fi_datatype datatype, enum fi_op op,
+				 struct fi_atomic_attr *attr, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_no_query_collective(struct fid_domain *domain,
+				     enum fi_collective_op coll,
+				     struct fi_collective_attr *attr,
+				     uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_no_endpoint2(struct fid_domain *domain, struct fi_info *info,
+			      struct fid_ep **ep, uint64_t flags,
+			      void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_no_mr_reg(struct fid *fid, const void *buf, size_t len,
+			   uint64_t access, uint64_t offset,
+			   uint64_t requested_key, uint64_t flags,
+			   struct fid_mr **mr, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_no_mr_regv(struct fid *fid, const struct iovec *iov,
+			    size_t count, uint64_t access, uint64_t offset,
+			    uint64_t requested_key, uint64_t flags,
+			    struct fid_mr **mr, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_no_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+			       uint64_t flags, struct fid_mr **mr)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops iwarp_domain_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = iwarp_domain_close,
+	.bind = iwarp_no_bind,
+	.control = iwarp_no_control,
+	.ops_open = iwarp_no_ops_open,
+	.tostr = iwarp_no_tostr,
+	.ops_set = iwarp_no_ops_set,
+};
+
+static struct fi_ops_domain iwarp_domain_ops = {
+	.size = sizeof(struct fi_ops_domain),
+	.av_open = iwarp_no_av_open,
+	.cq_open = iwarp_no_cq_open,
+	.endpoint = iwarp_no_endpoint,
+	.scalable_ep = iwarp_no_endpoint,
+	.cntr_open = iwarp_no_cntr_open,
+	.poll_open = iwarp_no_poll_open,
+	.stx_ctx = iwarp_no_stx_ctx,
+	.srx_ctx = iwarp_no_srx_ctx,
+	.query_atomic = iwarp_no_query_atomic,
+	.query_collective = iwarp_no_query_collective,
+	.endpoint2 = iwarp_no_endpoint2,
+};
+
+static struct fi_ops_mr iwarp_domain_mr_ops = {
+	.size = sizeof(struct fi_ops_mr),
+	.reg = iwarp_no_mr_reg,
+	.regv = iwarp_no_mr_regv,
+	.regattr = iwarp_no_mr_regattr,
+};
+
+/*
+ * Finds the interface named by info in the fabric's subnet (the first
+ * one if info names none). Returns 0 or -FI_ENODATA.
+ */
+static int iwarp_domain_iface(const struct iwarp_fabric *fab,
+			      const struct fi_info *info,
+			      struct iwarp_iface *out)
+{
+	const char *name = info->domain_attr ? info->domain_attr->name : NULL;
+	const struct iwarp_iface *found;
+	struct iwarp_iface *ifs;
+	size_t count;
+	int ret;
+
+	ret = iwarp_iface_list(&ifs, &count);
+	if (ret)
+		return ret;
+	found = iwarp_iface_find(ifs, count, fab->name, name);
+	if (found)
+		*out = *found;
+	else
+		FI_INFO(&iwarp_prov, FI_LOG_DOMAIN,
+			"no domain %s in fabric %s\n", name ? name : "(any)",
+			fab->name);
+	free(ifs);
+	return found ? 0 : -FI_ENODATA;
+}
+
+int iwarp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+		      struct fid_domain **domain, void *context)
+{
+	struct iwarp_fabric *fab = iwarp_fabric_of(&fabric->fid);
+	struct iwarp_domain *dom;
+	int ret;
+
+	if (!info)
+		return -FI_EINVAL;
+	dom = calloc(1, sizeof(*dom));
+	if (!dom)
+		return -FI_ENOMEM;
+	ret = iwarp_domain_iface(fab, info, &dom->iface);
+	if (ret) {
+		free(dom);
+		return ret;
+	}
+	dom->fabric = fab;
+	atomic_fetch_add(&fab->ref, 1);
+	dom->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
+	dom->domain_fid.fid.context = context;
+	dom->domain_fid.fid.ops = &iwarp_domain_fi_ops;
+	dom->domain_fid.ops = &iwarp_domain_ops;
+	dom->domain_fid.mr = &iwarp_domain_mr_ops;
+	*domain = &dom->domain_fid;
+	FI_INFO(&iwarp_prov, FI_LOG_DOMAIN, "opened domain %s in fabric %s\n",
+		dom->iface.name, fab->name);
+	return 0;
+}

@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * fi_getinfo: one fi_info per usable interface address. The fabric is the
+ * IP subnet in CIDR form ("192.168.5.0/24"), the domain is the interface
+ * ("eth0"); loopback comes last so that consumers which take the first
+ * entry (Open MPI) use a real network.
+ *
+ * The libfabric core does no hint matching for external providers, so
+ * every hint is checked here. No endpoint type works yet: an entry
+ * offers no capabilities and FI_EP_UNSPEC, and any hint asking for more
+ * gets -FI_ENODATA.
+ */
+#include "iwarp.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Logs why hints were rejected; used as `return iwarp_reject("...")`. */
+#define iwarp_reject(...) \
+	({ FI_INFO(&iwarp_prov, FI_LOG_CORE, __VA_ARGS__); false; })
+
+/* Address octets of an AF_INET/AF_INET6 sockaddr, and their count. */
+static const uint8_t *iwarp_sa_octets(const struct sockaddr *sa, size_t *len)
+{
+	const union iwarp_sockaddr *u = (const void *)sa;
+
+	if (sa->sa_family == AF_INET6) {
+		*len = sizeof(u->sin6.sin6_addr);
+		return u->sin6.sin6_addr.s6_addr;
+	}
+	*len = sizeof(u->sin.sin_addr);
+	return (const uint8_t *)&u->sin.sin_addr;
+}
+
+static bool iwarp_sa_is_any(const struct sockaddr *sa)
+{
+	const uint8_t *p;
+	size_t len, i;
+
+	p = iwarp_sa_octets(sa, &len);
+	for (i = 0; i < len; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static void iwarp_sa_set_port(union iwarp_sockaddr *a, uint16_t port_be)
+{
+	if (a->sa.sa_family == AF_INET6)
+		a->sin6.sin6_port = port_be;
+	else
+		a->sin.sin_port = port_be;
+}
+
+static uint16_t iwarp_sa_port(const struct sockaddr *sa)
+{
+	const union iwarp_sockaddr *u = (const void *)sa;
+
+	return sa->sa_family == AF_INET6 ? u->sin6.sin6_port :
+					   u->sin.sin_port;
+}
+
+/* True if `want` names host address `have`; a wildcard names them all. */
+static bool iwarp_sa_same_host(const struct sockaddr *want,
+			       const struct sockaddr *have)
+{
+	const struct sockaddr_in6 *w6 = (const void *)want;
+	const struct sockaddr_in6 *h6 = (const void *)have;
+	const uint8_t *w, *h;
+	size_t wlen, hlen;
+
+	if (want->sa_family != have->sa_family)
+		return false;
+	if (iwarp_sa_is_any(want))
+		return true;
+	w = iwarp_sa_octets(want, &wlen);
+	h = iwarp_sa_octets(have, &hlen);
+	if (memcmp(w, h, wlen))
+		return false;
+	/* fe80::1 exists once per link: the scope tells them apart. */
+	return want->sa_family != AF_INET6 || !w6->sin6_scope_id ||
+	       w6->sin6_scope_id == h6->sin6_scope_id;
+}
+
+/* Writes "network/prefix" of addr under mask (NULL: host route). */
+static int iwarp_subnet_name(const struct sockaddr *addr,
+			     const struct sockaddr *mask, char *buf,
+			     size_t size)
+{
+	uint8_t net[sizeof(struct in6_addr)];
+	const uint8_t *a, *m = NULL;
+	unsigned int prefix = 0;
+	size_t len, mlen, i, used;
+
+	a = iwarp_sa_octets(addr, &len);
+	if (mask && mask->sa_family == addr->sa_family)
+		m = iwarp_sa_octets(mask, &mlen);
+	for (i = 0; i < len; i++) {
+		uint8_t mb = m ? m[i] : 0xff;
+
+		net[i] = a[i] & mb;
+		prefix += __builtin_popcount(mb);
+	}
+	if (!inet_ntop(addr->sa_family, net, buf, size))
+		return -errno;
+	used = strlen(buf);
+	if ((size_t)snprintf(buf + used, size - used, "/%u", prefix) >=
+	    size - used)
+		return -FI_ETOOSMALL;
+	return 0;
+}
+
+/* Interface name without an IPv4 label suffix ("eth0:1" -> "eth0"). */
+static bool iwarp_ifname(const char *label, char *name)
+{
+	size_t len = strcspn(label, ":");
+
+	if (!len || len >= IF_NAMESIZE)
+		return false;
+	memcpy(name, label, len);
+	name[len] = '\0';
+	return true;
+}
+
+static bool iwarp_ifa_usable(const struct ifaddrs *ifa)
+{
+	const struct sockaddr *sa = ifa->ifa_addr;
+
+	if (!sa || !(ifa->ifa_flags & IFF_UP))
+		return false;
+	return sa->sa_family == AF_INET || sa->sa_family == AF_INET6;
+}
+
+/* Returns true if ifa became *ifc (and passes FI_IWARP_IFACE). */
+static bool iwarp_iface_fill(struct iwarp_iface *ifc,
+			     const struct ifaddrs *ifa)
+{
+	const struct sockaddr *sa = ifa->ifa_addr;
+
+	memset(ifc, 0, sizeof(*ifc));
+	if (!iwarp_ifa_usable(ifa) || !iwarp_ifname(ifa->ifa_name, ifc->name))
+		return false;
+	if (iwarp_params.iface && strcmp(ifc->name, iwarp_params.iface))
+		return false;
+	if (iwarp_subnet_name(sa, ifa->ifa_netmask, ifc->fabric,
+			      sizeof(ifc->fabric)))
+		return false;
+	memcpy(&ifc->addr, sa, iwarp_sa_len(sa));
+	iwarp_sa_set_port(&ifc->addr, 0);
+	ifc->loopback = !!(ifa->ifa_flags & IFF_LOOPBACK);
+	return true;
+}
+
+/* Appends the usable addresses with loopback == lo; returns the count. */
+static size_t iwarp_iface_pass(const struct ifaddrs *list, bool lo,
+			       struct iwarp_iface *ifs, size_t n)
+{
+	const struct ifaddrs *ifa;
+
+	for (ifa = list; ifa; ifa = ifa->ifa_next) {
+		if (!iwarp_iface_fill(&ifs[n], ifa))
+			continue;
+		if (ifs[n].loopback == lo)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * Lists the usable interface addresses, loopback last, honouring
+ * FI_IWARP_IFACE. Returns 0 (with *count possibly 0) or a negative
+ * error; the caller frees *ifs.
+ */
+int iwarp_iface_list(struct iwarp_iface **ifs, size_t *count)
+{
+	struct ifaddrs *list, *ifa;
+	size_t max = 1;
+
+	if (getifaddrs(&list)) {
+		FI_WARN(&iwarp_prov, FI_LOG_CORE, "getifaddrs: %s\n",
+			strerror(errno));
+		return -errno;
+	}
+	for (ifa = list; ifa; ifa = ifa->ifa_next)
+		max += iwarp_ifa_usable(ifa);
+	*ifs = calloc(max, sizeof(**ifs));
+	if (!*ifs) {
+		freeifaddrs(list);
+		return -FI_ENOMEM;
+	}
+	*count = iwarp_iface_pass(list, false, *ifs, 0);
+	*count = iwarp_iface_pass(list, true, *ifs, *count);
+	freeifaddrs(list);
+	if (!*count && iwarp_params.iface)
+		FI_WARN(&iwarp_prov, FI_LOG_CORE,
+			"FI_IWARP_IFACE=%s: no such interface with an address "
+			"that is up\n", iwarp_params.iface);
+	return 0;
+}
+
+/* First address matching fabric and domain name (NULL matches any). */
+const struct iwarp_iface *iwarp_iface_find(const struct iwarp_iface *ifs,
+					   size_t count, const char *fabric,
+					   const char *domain)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++) {
+		if (fabric && strcmp(fabric, ifs[i].fabric))
+			continue;
+		if (domain && strcmp(domain, ifs[i].name))
+			continue;
+		return &ifs[i];
+	}
+	return NULL;
+}
+
+static bool iwarp_progress_ok(enum fi_progress progress)
+{
+	return progress == FI_PROGRESS_UNSPEC ||
+	       progress == FI_PROGRESS_MANUAL;
+}
+
+static bool iwarp_domain_hints_ok(const struct fi_domain_attr *attr)
+{
+	if (attr->caps)
+		return iwarp_reject("domain caps not supported\n");
+	if (!iwarp_progress_ok(attr->control_progress) ||
+	    !iwarp_progress_ok(attr->data_progress))
+		return iwarp_reject("only FI_PROGRESS_MANUAL\n");
+	return true;
+}
+
+static bool iwarp_ep_hints_ok(const struct fi_ep_attr *attr)
+{
+	if (attr->type != FI_EP_UNSPEC)
+		return iwarp_reject("ep_type %s not available yet\n",
+				    fi_tostr(&attr->type, FI_TYPE_EP_TYPE));
+	if (attr->protocol != FI_PROTO_UNSPEC)
+		return iwarp_reject("protocol not available yet\n");
+	return true;
+}
+
+static bool iwarp_addr_format_ok(uint32_t format)
+{
+	switch (format) {
+	case FI_FORMAT_UNSPEC:
+	case FI_SOCKADDR:
+	case FI_SOCKADDR_IN:
+	case FI_SOCKADDR_IN6:
+		return true;
+	default:
+		return iwarp_reject("addr_format %u not supported\n", format);
+	}
+}
+
+/* Hints that no entry can satisfy, whatever the interface. */
+static bool iwarp_hints_ok(const struct fi_info *hints)
+{
+	if (hints->caps)
+		return iwarp_reject("no capabilities available yet\n");
+	if ((hints->tx_attr && hints->tx_attr->caps) ||
+	    (hints->rx_attr && hints->rx_attr->caps))
+		return iwarp_reject("no tx/rx capabilities available yet\n");
+	if (hints->ep_attr && !iwarp_ep_hints_ok(hints->ep_attr))
+		return false;
+	if (hints->domain_attr && !iwarp_domain_hints_ok(hints->domain_attr))
+		return false;
+	return iwarp_addr_format_ok(hints->addr_format);
+}
+
+/* Addressing asked for through node/service/flags and hints. */
+struct iwarp_req {
+	struct addrinfo *src;		/* source candidates (FI_SOURCE) */
+	const struct sockaddr *hint_src;
+	union iwarp_sockaddr dest;
+	bool has_dest;
+	uint16_t port;			/* source port, network order */
+};
+
+static int iwarp_family(const struct fi_info *hints)
+{
+	if (!hints)
+		return AF_UNSPEC;
+	if (hints->addr_format == FI_SOCKADDR_IN)
+		return AF_INET;
+	if (hints->addr_format == FI_SOCKADDR_IN6)
+		return AF_INET6;
+	return AF_UNSPEC;
+}
+
+static int iwarp_resolve(const char *node, const char *service,
+			 uint64_t flags, const struct fi_info *hints,
+			 bool source, struct addrinfo **res)
+{
+	struct addrinfo ai = {
+		.ai_family = iwarp_family(hints),
+		.ai_socktype = SOCK_STREAM,
+	};
+	int ret;
+
+	if (source)
+		ai.ai_flags |= AI_PASSIVE;
+	if (flags & FI_NUMERICHOST)
+		ai.ai_flags |= AI_NUMERICHOST;
+	ret = getaddrinfo(node, service, &ai, res);
+	if (ret) {
+		FI_INFO(&iwarp_prov, FI_LOG_CORE, "cannot resolve %s:%s: %s\n",
+			node ? node : "", service ? service : "",
+			gai_strerror(ret));
+		return -FI_ENODATA;
+	}
+	return 0;
+}
+
+/* Records node/service: the source (FI_SOURCE or no node) or the peer. */
+static int iwarp_req_node(struct iwarp_req *req, const char *node,
+			  const char *service, uint64_t flags,
+			  const struct fi_info *hints)
+{
+	bool source = (flags & FI_SOURCE) || !node;
+	struct addrinfo *res;
+	int ret;
+
+	ret = iwarp_resolve(node, service, flags, hints, source, &res);
+	if (ret)
+		return ret;
+	if (!source) {
+		memcpy(&req->dest, res->ai_addr, iwarp_sa_len(res->ai_addr));
+		req->has_dest = true;
+		freeaddrinfo(res);
+		return 0;
+	}
+	req->port = iwarp_sa_port(res->ai_addr);
+	if (node)
+		req->src = res;
+	else
+		freeaddrinfo(res);
+	return 0;
+}
+
+static bool iwarp_sa_valid(const void *addr, size_t len)
+{
+	const struct sockaddr *sa = addr;
+
+	if (len < sizeof(sa->sa_family))
+		return false;
+	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
+		return false;
+	return len >= iwarp_sa_len(sa);
+}
+
+static int iwarp_req_hints(struct iwarp_req *req, const struct fi_info *hints)
+{
+	if (hints->src_addr) {
+		if (!iwarp_sa_valid(hints->src_addr, hints->src_addrlen))
+			return -FI_ENODATA;
+		req->hint_src = hints->src_addr;
+		if (!req->port)
+			req->port = iwarp_sa_port(req->hint_src);
+	}
+	if (hints->dest_addr && !req->has_dest) {
+		if (!iwarp_sa_valid(hints->dest_addr, hints->dest_addrlen))
+			return -FI_ENODATA;
+		memcpy(&req->dest, hints->dest_addr,
+		       iwarp_sa_len(hints->dest_addr));
+		req->has_dest = true;
+	}
+	return 0;
+}
+
+static void iwarp_req_fini(struct iwarp_req *req)
+{
+	if (req->src)
+		freeaddrinfo(req->src);
+}
+
+static int iwarp_req_init(struct iwarp_req *req, const char *node,
+			  const char *service, uint64_t flags,
+			  const struct fi_info *hints)
+{
+	int ret = 0;
+
+	memset(req, 0, sizeof(*req));
+	if (node || service)
+		ret = iwarp_req_node(req, node, service, flags, hints);
+	if (!ret && hints)
+		ret = iwarp_req_hints(req, hints);
+	if (ret)
+		iwarp_req_fini(req);
+	return ret;
+}
+
+static bool iwarp_src_fits(const struct iwarp_iface *ifc,
+			   const struct iwarp_req *req)
+{
+	const struct addrinfo *ai;
+
+	if (req->hint_src && !iwarp_sa_same_host(req->hint_src, &ifc->addr.sa))
+		return false;
+	if (!req->src)
+		return true;
+	for (ai = req->src; ai; ai = ai->ai_next)
+		if (iwarp_sa_same_host(ai->ai_addr, &ifc->addr.sa))
+			return true;
+	return false;
+}
+
+static bool iwarp_sa_is_loopback(const union iwarp_sockaddr *a)
+{
+	if (a->sa.sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&a->sin6.sin6_addr);
+	return (ntohl(a->sin.sin_addr.s_addr) >> 24) == IN_LOOPBACKNET;
+}
+
+/* A loopback source cannot reach a peer on another host. */
+static bool iwarp_dest_fits(const struct iwarp_iface *ifc,
+			    const union iwarp_sockaddr *dest)
+{
+	if (dest->sa.sa_family != ifc->addr.sa.sa_family)
+		return false;
+	return !ifc->loopback || iwarp_sa_is_loopback(dest);
+}
+
+static bool iwarp_names_fit(const struct iwarp_iface *ifc,
+			    const struct fi_info *hints)
+{
+	if (hints->fabric_attr && hints->fabric_attr->name &&
+	    strcmp(hints->fabric_attr->name, ifc->fabric))
+		return false;
+	return !hints->domain_attr || !hints->domain_attr->name ||
+	       !strcmp(hints->domain_attr->name, ifc->name);
+}
+
+static bool iwarp_iface_fits(const struct iwarp_iface *ifc,
+			     const struct fi_info *hints,
+			     const struct iwarp_req *req)
+{
+	int family = iwarp_family(hints);
+
+	if (family != AF_UNSPEC && family != ifc->addr.sa.sa_family)
+		return false;
+	if (hints && !iwarp_names_fit(ifc, hints))
+		return false;
+	if (req->has_dest && !iwarp_dest_fits(ifc, &req->dest))
+		return false;
+	return iwarp_src_fits(ifc, req);
+}
+
+static void *iwarp_sa_dup(const union iwarp_sockaddr *a, size_t *len)
+{
+	void *p;
+
+	*len = iwarp_sa_len(&a->sa);
+	p = malloc(*len);
+	if (p)
+		memcpy(p, a, *len);
+	return p;
+}
+
+static int iwarp_info_addrs(struct fi_info *fi, const struct iwarp_iface *ifc,
+			    const struct iwarp_req *req)
+{
+	union iwarp_sockaddr src = ifc->addr;
+
+	fi->addr_format = src.sa.sa_family == AF_INET6 ? FI_SOCKADDR_IN6 :
+							 FI_SOCKADDR_IN;
+	iwarp_sa_set_port(&src, req->port);
+	fi->src_addr = iwarp_sa_dup(&src, &fi->src_addrlen);
+	if (!fi->src_addr)
+		return -FI_ENOMEM;
+	if (!req->has_dest)
+		return 0;
+	fi->dest_addr = iwarp_sa_dup(&req->dest, &fi->dest_addrlen);
+	return fi->dest_addr ? 0 : -FI_ENOMEM;
+}
+
+/* FI_THREAD_SAFE satisfies every level, so echo what was asked. */
+static enum fi_threading iwarp_threading(const struct fi_info *hints)
+{
+	if (hints && hints->domain_attr &&
+	    hints->domain_attr->threading != FI_THREAD_UNSPEC)
+		return hints->domain_attr->threading;
+	return FI_THREAD_SAFE;
+}
+
+static struct fi_info *iwarp_info_new(const struct iwarp_iface *ifc,
+				      const struct fi_info *hints,
+				      const struct iwarp_req *req)
+{
+	struct fi_info *fi = fi_allocinfo();
+
+	if (!fi)
+		return NULL;
+	if (iwarp_info_addrs(fi, ifc, req))
+		goto err_free;
+	fi->caps = 0;
+	fi->ep_attr->type = FI_EP_UNSPEC;
+	fi->domain_attr->threading = iwarp_threading(hints);
+	fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	fi->domain_attr->mr_mode = 0;
+	fi->domain_attr->name = strdup(ifc->name);
+	fi->fabric_attr->name = strdup(ifc->fabric);
+	fi->fabric_attr->prov_version = iwarp_prov.version;
+	if (!fi->domain_attr->name || !fi->fabric_attr->name)
+		goto err_free;
+	return fi;
+
+err_free:
+	fi_freeinfo(fi);
+	return NULL;
+}
+
+static int iwarp_info_list(const struct iwarp_iface *ifs, size_t count,
+			   const struct fi_info *hints,
+			   const struct iwarp_req *req, struct fi_info **info)
+{
+	struct fi_info **tail = info;
+	size_t i;
+
+	for (i = 0; i < count; i++) {
+		if (!iwarp_iface_fits(&ifs[i], hints, req))
+			continue;
+		*tail = iwarp_info_new(&ifs[i], hints, req);
+		if (!*tail) {
+			fi_freeinfo(*info);
+			*info = NULL;
+			return -FI_ENOMEM;
+		}
+		tail = &(*tail)->next;
+	}
+	return *info ? 0 : -FI_ENODATA;
+}
+
+int iwarp_getinfo(uint32_t version, const char *node, const char *service,
+		  uint64_t flags, const struct fi_info *hints,
+		  struct fi_info **info)
+{
+	struct iwarp_iface *ifs;
+	struct iwarp_req req;
+	size_t count;
+	int ret;
+
+	*info = NULL;
+	if ((flags & IWARP_OFI_CORE_PROV_ONLY) && !iwarp_params.allow_rxm) {
+		FI_INFO(&iwarp_prov, FI_LOG_CORE,
+			"not offered to utility providers "
+			"(FI_IWARP_ALLOW_RXM is off)\n");
+		return -FI_ENODATA;
+	}
+	if (hints && !iwarp_hints_ok(hints))
+		return -FI_ENODATA;
+	ret = iwarp_req_init(&req, node, service, flags, hints);
+	if (ret)
+		return ret;
+	ret = iwarp_iface_list(&ifs, &count);
+	if (!ret) {
+		ret = iwarp_info_list(ifs, count, hints, &req, info);
+		free(ifs);
+	}
+	iwarp_req_fini(&req);
+	return ret;
+}

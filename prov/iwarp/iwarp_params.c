@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Runtime parameters. All of them are defined in iwarp_params_define() so
+ * that `fi_info -e` lists every FI_IWARP_* variable with its default;
+ * their values are read once when the provider is loaded.
+ */
+#include "iwarp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct iwarp_params iwarp_params = {
+	.iface = NULL,
+	.allow_rxm = 0,
+};
+
+static void iwarp_params_define(void)
+{
+	fi_param_define(&iwarp_prov, "iface", FI_PARAM_STRING,
+			"Network interface to use, e.g. eth0 or lo "
+			"(default: every interface that is up and has an "
+			"IPv4 or IPv6 address)");
+	fi_param_define(&iwarp_prov, "allow_rxm", FI_PARAM_BOOL,
+			"Let the ofi_rxm utility provider layer over iwarp, "
+			"e.g. for comparison runs; otherwise iwarp;ofi_rxm "
+			"would be listed before the native RDM endpoint "
+			"(default: false)");
+}
+
+/* Returns 0, or -FI_ENOMEM. */
+static int iwarp_params_read(void)
+{
+	char *iface = NULL;
+	int allow;
+
+	if (!fi_param_get_str(&iwarp_prov, "iface", &iface) && iface &&
+	    *iface) {
+		iwarp_params.iface = strdup(iface);
+		if (!iwarp_params.iface)
+			return -FI_ENOMEM;
+	}
+	if (!fi_param_get_bool(&iwarp_prov, "allow_rxm", &allow))
+		iwarp_params.allow_rxm = allow;
+	return 0;
+}
+
+int iwarp_params_init(void)
+{
+	int ret;
+
+	iwarp_params_define();
+	ret = iwarp_params_read();
+	if (ret) {
+		FI_WARN(&iwarp_prov, FI_LOG_CORE,
+			"cannot read parameters: %s\n", fi_strerror(-ret));
+		return ret;
+	}
+	if (iwarp_params.iface)
+		FI_INFO(&iwarp_prov, FI_LOG_CORE,
+			"restricted to interface %s\n", iwarp_params.iface);
+	return 0;
+}
+
+void iwarp_params_fini(void)
+{
+	free(iwarp_params.iface);
+	iwarp_params.iface = NULL;
+	iwarp_params.allow_rxm = 0;
+}

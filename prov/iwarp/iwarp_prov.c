@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Provider entry point: the struct fi_provider that libfabric's core
+ * registers after dlopen()ing libiwarp-fi.so, and the shared stubs for
+ * operations that are not implemented yet.
+ */
+#include "iwarp.h"
+
+#include <stdio.h>
+
+static void iwarp_cleanup(void)
+{
+	iwarp_params_fini();
+}
+
+struct fi_provider iwarp_prov = {
+	.name = IWARP_PROV_NAME,
+	.version = FI_VERSION(0, 1),	/* set from PACKAGE_VERSION at init */
+	.fi_version = IWARP_FI_VERSION,
+	.getinfo = iwarp_getinfo,
+	.fabric = iwarp_fabric_open,
+	.cleanup = iwarp_cleanup,
+};
+
+/* "major.minor[.patch]" of the package becomes the provider version. */
+static uint32_t iwarp_prov_version(void)
+{
+	unsigned int major, minor;
+
+	if (sscanf(PACKAGE_VERSION, "%u.%u", &major, &minor) != 2)
+		return FI_VERSION(0, 1);
+	return FI_VERSION(major, minor);
+}
+
+/*
+ * Called once by the core right after dlopen(). Returning NULL makes the
+ * core skip the provider, which is what we want if parameters cannot be
+ * set up.
+ */
+FI_EXT_INI
+{
+	iwarp_prov.version = iwarp_prov_version();
+	if (iwarp_params_init())
+		return NULL;
+	FI_INFO(&iwarp_prov, FI_LOG_CORE, "iwarp provider %s loaded\n",
+		PACKAGE_VERSION);
+	return &iwarp_prov;
+}
+
+int iwarp_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+int iwarp_no_control(struct fid *fid, int command, void *arg)
+{
+	return -FI_ENOSYS;
+}
+
+int iwarp_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
+		      void **ops, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+int iwarp_no_tostr(const struct fid *fid, char *buf, size_t len)
+{
+	return -FI_ENOSYS;
+}
+
+int iwarp_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
+		     void *ops, void *context)
+{
+	return -FI_ENOSYS;
+}

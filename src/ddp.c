@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * DDP (RFC 5041 §4) and RDMAP (RFC 5040 §4, Appendix A) header codecs.
+ * The DDP control octet and the RDMAP control octet are read together as
+ * one 16-bit word (masks in wire.h).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "iwarp/wire.h"
+
+struct rdmap_op_info {
+	const char *name;
+	bool tagged;
+	uint8_t qn;		/* untagged queue */
+	uint8_t extra;		/* fixed RDMAP header octets after DDP */
+};
+
+/* RFC 5040 §4.1 figure 4 */
+static const struct rdmap_op_info rdmap_ops[RDMAP_OPCODE_MAX + 1] = {
+	[RDMAP_WRITE] = { "RDMA Write", true, 0, 0 },
+	[RDMAP_READ_REQ] = { "RDMA Read Request", false, DDP_QN_RREQ,
+			     RDMAP_RREQ_LEN },
+	[RDMAP_READ_RESP] = { "RDMA Read Response", true, 0, 0 },
+	[RDMAP_SEND] = { "Send", false, DDP_QN_SEND, 0 },
+	[RDMAP_SEND_INV] = { "Send with Invalidate", false, DDP_QN_SEND, 0 },
+	[RDMAP_SEND_SE] = { "Send with SE", false, DDP_QN_SEND, 0 },
+	[RDMAP_SEND_SE_INV] = { "Send with SE and Invalidate", false,
+				DDP_QN_SEND, 0 },
+	[RDMAP_TERMINATE] = { "Terminate", false, DDP_QN_TERM,
+			      RDMAP_TERM_CTRL_LEN },
+};
+
+const char *rdmap_opcode_str(unsigned int op)
+{
+	return op <= RDMAP_OPCODE_MAX ? rdmap_ops[op].name : "reserved";
+}
+
+size_t rdmap_hdr_len(unsigned int op)
+{
+	if (op > RDMAP_OPCODE_MAX)
+		return 0;
+	return (rdmap_ops[op].tagged ? DDP_TAGGED_HDR : DDP_UNTAGGED_HDR) +
+	       rdmap_ops[op].extra;
+}
+
+/*
+ * Checks in the order a receiver learns things (as Linux siw does): DDP
+ * version, RDMAP version, opcode, then the fields that depend on them.
+ */
+int ddp_hdr_parse(const uint8_t *p, size_t len, struct ddp_hdr *h,
+		  struct iw_err *err)
+{
+	const struct rdmap_op_info *info;
+	uint16_t ctrl;
+
+	if (len < 2)
+		return -EAGAIN;
+	memset(h, 0, sizeof(*h));
+	ctrl = iw_get16(p);
+	h->tagged = ctrl & DDP_CTRL_T;
+	h->last = ctrl & DDP_CTRL_L;
+	h->ddp_ver = (ctrl & DDP_CTRL_DV) >> 8;
+	h->rdmap_ver = (ctrl & DDP_CTRL_RV) >> 6;
+	h->opcode = ctrl & DDP_CTRL_OP;
+
+	if (h->ddp_ver != DDP_VERSION)
+		return h->tagged ?
+			iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_TAGGED,
+				DDP_ECODE_T_VERSION, "DDP version not 1") :
+			iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+				DDP_ECODE_UT_VERSION, "DDP version not 1");
+	/* RFC 5040 §4.1: 1, and 0 (RDMA Consortium) are both valid */
+	if (h->rdmap_ver > RDMAP_VERSION)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_VERSION, "RDMAP version not 0 or 1");
+	if (h->opcode > RDMAP_OPCODE_MAX)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_OPCODE, "reserved RDMAP opcode");
+	info = &rdmap_ops[h->opcode];
+	if (info->tagged != h->tagged)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_OPCODE,
+			       "tagged flag does not match opcode");
+
+	if (h->tagged) {
+		if (len < DDP_TAGGED_HDR)
+			return -EAGAIN;
+		h->stag = iw_get32(p + 2);
+		h->to = iw_get64(p + 6);
+		return 0;
+	}
+	if (len < DDP_UNTAGGED_HDR)
+		return -EAGAIN;
+	h->inv_stag = iw_get32(p + 2);
+	h->qn = iw_get32(p + 6);
+	h->msn = iw_get32(p + 10);
+	h->mo = iw_get32(p + 14);
+	if (h->opcode != RDMAP_SEND_INV && h->opcode != RDMAP_SEND_SE_INV)
+		h->inv_stag = 0;	/* ignored by the receiver (§4.1) */
+	if (h->qn > DDP_QN_TERM)
+		return iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+			       DDP_ECODE_UT_INVALID_QN, "queue number > 2");
+	if (h->qn != info->qn)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_OPCODE,
+			       "opcode on the wrong DDP queue");
+	/* Read Requests and Terminates are single-segment messages. */
+	if (info->extra && h->mo != 0)
+		return iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+			       DDP_ECODE_UT_INVALID_MO,
+			       "Read Request/Terminate with MO != 0");
+	if (info->extra && !h->last)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_CATASTROPHIC_STREAM,
+			       "Read Request/Terminate without L bit");
+	return 0;
+}
+
+ssize_t ddp_hdr_build(uint8_t *buf, size_t cap, const struct ddp_hdr *h)
+{
+	size_t n = h->tagged ? DDP_TAGGED_HDR : DDP_UNTAGGED_HDR;
+	uint16_t ctrl;
+
+	if (h->opcode > RDMAP_OPCODE_MAX || h->ddp_ver > 3 || h->rdmap_ver > 3)
+		return -EINVAL;
+	if (cap < n)
+		return -ENOSPC;
+	ctrl = (uint16_t)((h->tagged ? DDP_CTRL_T : 0) |
+			  (h->last ? DDP_CTRL_L : 0) |
+			  h->ddp_ver << 8 | h->rdmap_ver << 6 | h->opcode);
+	iw_put16(buf, ctrl);
+	if (h->tagged) {
+		iw_put32(buf + 2, h->stag);
+		iw_put64(buf + 6, h->to);
+	} else {
+		iw_put32(buf + 2, h->inv_stag);
+		iw_put32(buf + 6, h->qn);
+		iw_put32(buf + 10, h->msn);
+		iw_put32(buf + 14, h->mo);
+	}
+	return (ssize_t)n;
+}
+
+/* RFC 5040 §4.4. `len` is the whole Read Request payload. */
+int rdmap_rreq_parse(const uint8_t *p, size_t len, struct rdmap_rreq *r,
+		     struct iw_err *err)
+{
+	if (len != RDMAP_RREQ_LEN)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_CATASTROPHIC_STREAM,
+			       "Read Request payload is not 28 octets");
+	r->sink_stag = iw_get32(p);
+	r->sink_to = iw_get64(p + 4);
+	r->size = iw_get32(p + 12);
+	r->src_stag = iw_get32(p + 16);
+	r->src_to = iw_get64(p + 20);
+	return 0;
+}
+
+ssize_t rdmap_rreq_build(uint8_t *buf, size_t cap, const struct rdmap_rreq *r)
+{
+	if (cap < RDMAP_RREQ_LEN)
+		return -ENOSPC;
+	iw_put32(buf, r->sink_stag);
+	iw_put64(buf + 4, r->sink_to);
+	iw_put32(buf + 12, r->size);
+	iw_put32(buf + 16, r->src_stag);
+	iw_put64(buf + 20, r->src_to);
+	return RDMAP_RREQ_LEN;
+}
+
+/*
+ * RFC 5040 §4.8: control word | DDP Segment Length (present with D or M) |
+ * terminated DDP header (D; 14 or 18 octets by its own T bit) | terminated
+ * Read Request header (R; 28 octets).
+ */
+int rdmap_term_parse(const uint8_t *p, size_t len, struct rdmap_term *t,
+		     struct iw_err *err)
+{
+	size_t off = RDMAP_TERM_CTRL_LEN;
+
+	memset(t, 0, sizeof(*t));
+	if (len < RDMAP_TERM_CTRL_LEN)
+		goto bad;
+	t->layer = p[0] >> 4;
+	t->etype = p[0] & 0x0f;
+	t->ecode = p[1];
+	t->hdrct = p[2] >> 5;
+	if (t->hdrct & (RDMAP_TERM_M | RDMAP_TERM_D)) {
+		if (len < off + 2)
+			goto bad;
+		t->seg_len = iw_get16(p + off);
+		off += 2;
+	}
+	if (t->hdrct & RDMAP_TERM_D) {
+		if (len < off + 1)
+			goto bad;
+		t->ddp_hdr_len = p[off] & 0x80 ? DDP_TAGGED_HDR :
+						 DDP_UNTAGGED_HDR;
+		if (len < off + t->ddp_hdr_len)
+			goto bad;
+		memcpy(t->ddp_hdr, p + off, t->ddp_hdr_len);
+		off += t->ddp_hdr_len;
+	}
+	if (t->hdrct & RDMAP_TERM_R) {
+		if (len < off + RDMAP_RREQ_LEN)
+			goto bad;
+		memcpy(t->rreq, p + off, RDMAP_RREQ_LEN);
+		t->has_rreq = true;
+	}
+	return 0;
+bad:
+	return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+		       RDMAP_ECODE_CATASTROPHIC_STREAM,
+		       "Terminate header copies do not fit its payload");
+}
+
+ssize_t rdmap_term_build(uint8_t *buf, size_t cap, const struct rdmap_term *t)
+{
+	size_t n = RDMAP_TERM_CTRL_LEN;
+	bool seg = t->hdrct & (RDMAP_TERM_M | RDMAP_TERM_D);
+	bool d = t->hdrct & RDMAP_TERM_D;
+	bool r = t->hdrct & RDMAP_TERM_R;
+
+	if (t->layer > 0xf || t->etype > 0xf || t->hdrct > 7 ||
+	    (d && t->ddp_hdr_len != DDP_TAGGED_HDR &&
+	     t->ddp_hdr_len != DDP_UNTAGGED_HDR))
+		return -EINVAL;
+	n += (seg ? 2 : 0) + (d ? t->ddp_hdr_len : 0) +
+	     (r ? RDMAP_RREQ_LEN : 0);
+	if (cap < n)
+		return -ENOSPC;
+	buf[0] = (uint8_t)(t->layer << 4 | t->etype);
+	buf[1] = t->ecode;
+	buf[2] = (uint8_t)(t->hdrct << 5);
+	buf[3] = 0;
+	n = RDMAP_TERM_CTRL_LEN;
+	if (seg) {
+		iw_put16(buf + n, t->seg_len);
+		n += 2;
+	}
+	if (d) {
+		memcpy(buf + n, t->ddp_hdr, t->ddp_hdr_len);
+		n += t->ddp_hdr_len;
+	}
+	if (r) {
+		memcpy(buf + n, t->rreq, RDMAP_RREQ_LEN);
+		n += RDMAP_RREQ_LEN;
+	}
+	return (ssize_t)n;
+}

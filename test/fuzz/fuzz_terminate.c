@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* libFuzzer: Terminate and Read Request payload parsers. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "iwarp/wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct rdmap_term t;
+	struct rdmap_rreq r;
+	struct iw_err err;
+	uint8_t *copy = malloc(size ? size : 1), out[RDMAP_TERM_MAX];
+	ssize_t n;
+
+	memcpy(copy, data, size);
+	if (rdmap_term_parse(copy, size, &t, &err) == 0) {
+		n = rdmap_term_build(out, sizeof(out), &t);
+		if (n < RDMAP_TERM_CTRL_LEN || (size_t)n > size ||
+		    memcmp(out + 4, copy + 4, (size_t)n - 4) ||
+		    out[0] != copy[0] || out[1] != copy[1] ||
+		    (out[2] & 0xe0) != (copy[2] & 0xe0))
+			abort();
+	} else if (err.layer != IW_LAYER_RDMAP) {
+		abort();
+	}
+	if (rdmap_rreq_parse(copy, size, &r, &err) == 0 &&
+	    (rdmap_rreq_build(out, sizeof(out), &r) != RDMAP_RREQ_LEN ||
+	     memcmp(out, copy, RDMAP_RREQ_LEN)))
+		abort();
+	free(copy);
+	return 0;
+}
