@@ -82,10 +82,10 @@ void iw_rx_want(struct iw_rx *rx, uint8_t **buf, size_t *len)
 		n = rx->hdr_need - rx->hdr_have;
 		break;
 	case IW_RX_PAYLOAD:
-		*buf = rx->discard ? rx->scratch : rx->dst;
-		n = rx->payload_left;
-		if (rx->discard && n > sizeof(rx->scratch))
-			n = sizeof(rx->scratch);
+		*buf = rx->discard ? rx->scratch : rx->dst.buf;
+		n = rx->discard ? sizeof(rx->scratch) : rx->dst.len;
+		if (n > rx->payload_left)
+			n = rx->payload_left;
 		break;
 	case IW_RX_TRAILER:
 		*buf = rx->trailer + rx->trailer_have;
@@ -128,6 +128,28 @@ static void iw_rx_to_trailer(struct iw_rx *rx)
 	rx->trailer_need = mpa_pad(rx->seg.ulpdu_len) + MPA_CRC_LEN;
 }
 
+/* Asks for the next destination while the current one is full. */
+static int iw_rx_refill(struct iw_rx *rx)
+{
+	struct iw_rx_seg *seg = &rx->seg;
+
+	while (!rx->discard && !rx->dst.len && rx->payload_left) {
+		uint32_t off = seg->payload_len - (uint32_t)rx->payload_left;
+
+		if (!rx->dst.buf || !rx->ops || !rx->ops->seg_more) {
+			rx->discard = true;
+			break;
+		}
+		if (rx->ops->seg_more(rx->arg, seg, off, &rx->dst, &rx->err)) {
+			rx->state = IW_RX_ERROR;
+			return -EPROTO;
+		}
+		if (!rx->dst.buf || !rx->dst.len)
+			rx->discard = true;	/* nothing more offered */
+	}
+	return 0;
+}
+
 static int iw_rx_start_payload(struct iw_rx *rx)
 {
 	struct iw_rx_seg *seg = &rx->seg;
@@ -137,19 +159,22 @@ static int iw_rx_start_payload(struct iw_rx *rx)
 						       MPA_FPDU_HDR);
 	seg->raw = rx->hdr + MPA_FPDU_HDR;
 	seg->raw_len = rx->hdr_need - MPA_FPDU_HDR;
-	rx->dst = NULL;
+	rx->dst.buf = NULL;
+	rx->dst.len = 0;
 	ret = rx->ops && rx->ops->seg_start ?
 		rx->ops->seg_start(rx->arg, seg, &rx->dst, &rx->err) : 0;
 	if (ret) {
 		rx->state = IW_RX_ERROR;
 		return -EPROTO;
 	}
-	rx->discard = rx->dst == NULL;
+	rx->discard = rx->dst.buf == NULL;
 	rx->payload_left = seg->payload_len;
 	rx->state = IW_RX_PAYLOAD;
-	if (!rx->payload_left)
+	if (!rx->payload_left) {
 		iw_rx_to_trailer(rx);
-	return 0;
+		return 0;
+	}
+	return iw_rx_refill(rx);
 }
 
 /* The whole header is in: validate it, then hand over to payload. */
@@ -280,11 +305,15 @@ int iw_rx_advance(struct iw_rx *rx, size_t n)
 	case IW_RX_PAYLOAD:
 		iw_rx_crc(rx, buf, n);
 		rx->payload_left -= n;
-		if (!rx->discard)
-			rx->dst += n;
-		if (!rx->payload_left)
+		if (!rx->discard) {
+			rx->dst.buf += n;
+			rx->dst.len -= n;
+		}
+		if (!rx->payload_left) {
 			iw_rx_to_trailer(rx);
-		return 0;
+			return 0;
+		}
+		return iw_rx_refill(rx);
 	case IW_RX_TRAILER: {
 		size_t pad = rx->trailer_need - MPA_CRC_LEN;
 

@@ -49,8 +49,8 @@ static void rec_printf(struct rec *r, const char *fmt, ...)
 		r->n = sizeof(r->log) - 1;
 }
 
-static int rec_start(void *arg, const struct iw_rx_seg *s, uint8_t **dst,
-		     struct iw_err *err)
+static int rec_start(void *arg, const struct iw_rx_seg *s,
+		     struct iw_rx_dst *dst, struct iw_err *err)
 {
 	struct rec *r = arg;
 	const struct ddp_hdr *h = &s->hdr;
@@ -75,7 +75,8 @@ static int rec_start(void *arg, const struct iw_rx_seg *s, uint8_t **dst,
 			   s->term.hdrct, s->term.seg_len, s->term.ddp_hdr_len,
 			   s->term.has_rreq);
 	rec_printf(r, "\n");
-	*dst = s->payload_len ? r->payload : NULL;
+	dst->buf = s->payload_len ? r->payload : NULL;
+	dst->len = s->payload_len;
 	return 0;
 }
 

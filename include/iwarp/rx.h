@@ -28,15 +28,25 @@ struct iw_rx_seg {
 	size_t raw_len;
 };
 
+/* Where payload octets go next; buf NULL with len 0 discards the rest. */
+struct iw_rx_dst {
+	uint8_t *buf;
+	size_t len;
+};
+
 struct iw_rx_ops {
 	/*
-	 * A segment's headers are valid. Set *dst to room for
-	 * seg->payload_len octets (NULL: discard them) and return 0, or
-	 * return -EPROTO with *err set. Payload is placed before the CRC
-	 * is checked; seg_done tells when the FPDU proved good.
+	 * A segment's headers are valid. Set *dst to room for its payload
+	 * (it may be smaller than seg->payload_len: seg_more is then asked
+	 * for the next piece) and return 0, or return -EPROTO with *err set.
+	 * Payload is placed before the CRC is checked; seg_done tells when
+	 * the FPDU proved good.
 	 */
 	int (*seg_start)(void *arg, const struct iw_rx_seg *seg,
-			 uint8_t **dst, struct iw_err *err);
+			 struct iw_rx_dst *dst, struct iw_err *err);
+	/* The previous piece is full after `off` payload octets. */
+	int (*seg_more)(void *arg, const struct iw_rx_seg *seg, uint32_t off,
+			struct iw_rx_dst *dst, struct iw_err *err);
 	/* The FPDU is complete and its CRC (if used) matched. */
 	int (*seg_done)(void *arg, const struct iw_rx_seg *seg,
 			struct iw_err *err);
@@ -66,7 +76,7 @@ struct iw_rx {
 	uint8_t trailer[3 + MPA_CRC_LEN];
 	size_t trailer_have;
 	size_t trailer_need;
-	uint8_t *dst;
+	struct iw_rx_dst dst;
 	bool discard;
 	size_t payload_left;
 	struct iw_rx_seg seg;

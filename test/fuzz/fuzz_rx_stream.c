@@ -18,8 +18,8 @@ struct sink {
 	unsigned int events;
 };
 
-static int sink_start(void *arg, const struct iw_rx_seg *s, uint8_t **dst,
-		      struct iw_err *err)
+static int sink_start(void *arg, const struct iw_rx_seg *s,
+		      struct iw_rx_dst *dst, struct iw_err *err)
 {
 	struct sink *k = arg;
 
@@ -29,7 +29,8 @@ static int sink_start(void *arg, const struct iw_rx_seg *s, uint8_t **dst,
 	k->events++;
 	if (!k->discard && s->payload_len) {
 		k->buf = malloc(s->payload_len);
-		*dst = k->buf;
+		dst->buf = k->buf;
+		dst->len = s->payload_len;
 	}
 	return 0;
 }

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The iWARP engine: RFC 6581 connection setup and RFC 5040/5041 data
+ * transfer over non-blocking kernel TCP sockets. No libfabric types.
+ *
+ * Threading: an iw_dev and every object made from it are driven by one
+ * thread at a time; callers serialize (the provider holds a domain lock).
+ * Callbacks run inside iw_*_progress() and the post calls; they may post
+ * work but must not destroy the object they are called for.
+ *
+ * Progress: the engine never blocks. Each listener and QP exposes a file
+ * descriptor, the poll events it waits for and its next deadline; call
+ * its progress function when the fd is ready or the deadline passed.
+ */
+#ifndef IWARP_ENGINE_H
+#define IWARP_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "iwarp/wire.h"
+
+struct iw_dev;
+struct iw_pd;
+struct iw_mr;
+struct iw_qp;
+struct iw_srq;
+struct iw_listener;
+struct iw_conn_req;
+
+/* Logging hook: level 0 warn, 1 info, 2 debug. */
+typedef void (*iw_log_fn)(void *arg, int level, const char *msg);
+
+int iw_dev_open(struct iw_dev **dev);
+/* -EBUSY while protection domains remain. */
+int iw_dev_close(struct iw_dev *dev);
+void iw_dev_set_log(struct iw_dev *dev, iw_log_fn fn, void *arg);
+/* Monotonic milliseconds, the engine's clock for deadlines. */
+uint64_t iw_now_ms(void);
+
+/* ---- protection domains and memory regions */
+
+int iw_pd_alloc(struct iw_dev *dev, struct iw_pd **pd);
+/* -EBUSY while MRs or QPs of the PD remain. */
+int iw_pd_free(struct iw_pd *pd);
+
+enum {
+	IW_ACC_LOCAL_WRITE = 1 << 0,
+	IW_ACC_REMOTE_READ = 1 << 1,
+	IW_ACC_REMOTE_WRITE = 1 << 2,
+	/* a Send with Invalidate from the peer may invalidate the STag */
+	IW_ACC_REMOTE_INVALIDATE = 1 << 3,
+};
+
+/*
+ * Registers [addr, addr + len) under an unguessable STag: a table index
+ * plus a random key. The region's first octet has tagged offset base_to
+ * (the address itself for virtual-address mode, 0 for offset mode).
+ */
+int iw_mr_reg(struct iw_pd *pd, void *addr, size_t len, uint64_t base_to,
+	      unsigned int access, struct iw_mr **mr);
+int iw_mr_dereg(struct iw_mr *mr);
+uint32_t iw_mr_stag(const struct iw_mr *mr);
+/* Local invalidation; remote access fails until iw_mr_rekey(). */
+int iw_mr_invalidate(struct iw_mr *mr);
+bool iw_mr_valid(const struct iw_mr *mr);
+/* Makes the region valid again under a new key; returns the new STag. */
+uint32_t iw_mr_rekey(struct iw_mr *mr);
+
+/* ---- work requests and completions */
+
+#define IW_MAX_SGE 8
+#define IW_MAX_INLINE 256
+#define IW_MAX_IRD 128		/* default ceiling for negotiated IRD */
+
+struct iw_sge {
+	void *addr;
+	uint32_t len;
+};
+
+enum iw_wr_opcode {
+	IW_WR_SEND,
+	IW_WR_SEND_SE,
+	IW_WR_SEND_INV,
+	IW_WR_SEND_SE_INV,
+	IW_WR_WRITE,
+	IW_WR_READ,
+};
+
+enum {
+	IW_WR_SIGNALED = 1 << 0,	/* report a completion on success */
+	IW_WR_FENCE = 1 << 1,		/* start after all earlier Reads */
+	IW_WR_INLINE = 1 << 2,		/* copy the payload at post time */
+};
+
+struct iw_send_wr {
+	void *ctx;
+	enum iw_wr_opcode op;
+	unsigned int flags;
+	const struct iw_sge *sgl;	/* Read: the local sink buffers */
+	int num_sge;
+	uint32_t inv_stag;		/* Send with Invalidate */
+	uint32_t rstag;			/* Write: sink; Read: source */
+	uint64_t rto;
+};
+
+struct iw_recv_wr {
+	void *ctx;
+	const struct iw_sge *sgl;
+	int num_sge;
+};
+
+enum iw_wc_opcode {
+	IW_WC_SEND,
+	IW_WC_WRITE,
+	IW_WC_READ,
+	IW_WC_RECV,
+};
+
+enum iw_wc_status {
+	IW_WC_SUCCESS = 0,
+	IW_WC_FLUSHED,		/* the QP went to error before it was done */
+	IW_WC_LOC_LEN,		/* a message did not fit the receive */
+	IW_WC_LOC_PROT,		/* local protection / protocol error */
+	IW_WC_REM_ERROR,	/* the peer terminated the stream */
+	IW_WC_FATAL,		/* we terminated the stream */
+};
+
+enum {
+	IW_WC_F_SE = 1 << 0,	/* Send with Solicited Event */
+	IW_WC_F_INV = 1 << 1,	/* Send with Invalidate: inv_stag valid */
+};
+
+/*
+ * Every posted work request completes exactly once: successful
+ * unsignaled sends silently, everything else through ops->complete.
+ * Send-queue completions come in posting order.
+ */
+struct iw_wc {
+	void *ctx;
+	enum iw_wc_opcode op;
+	enum iw_wc_status status;
+	struct iw_err err;	/* the triple behind a failed status */
+	uint32_t byte_len;	/* received or transferred octets */
+	uint32_t inv_stag;
+	unsigned int flags;	/* IW_WC_F_* */
+};
+
+/* ---- connection setup parameters (RFC 5044 §7, RFC 6581) */
+
+enum {
+	IW_RTR_SEND = MPA_RTR_SEND,
+	IW_RTR_WRITE = MPA_RTR_WRITE,
+	IW_RTR_READ = MPA_RTR_READ,
+	IW_RTR_ALL = MPA_RTR_SEND | MPA_RTR_WRITE | MPA_RTR_READ,
+};
+
+struct iw_conn_param {
+	uint8_t rev;		/* 1 or 2; 0 means 2 */
+	bool no_enhanced;	/* rev 2 without the RFC 6581 block */
+	bool client_server;	/* A=0: the initiator sends first */
+	/* initiator: RTR types offered; responder: types accepted, picked
+	 * in the order Write, Read, Send. 0 means IW_RTR_ALL. */
+	uint8_t rtr;
+	bool rtr_reply_all;	/* responder: reply with every accepted type */
+	bool crc;		/* ask for CRC */
+	bool crc_strict;	/* refuse a peer that does not ask for CRC */
+	bool markers;		/* ask the peer to send markers to us */
+	bool refuse_markers;	/* reject/terminate a peer that asks for them */
+	bool retry_rev1;	/* initiator: retry with rev 1 on close */
+	uint8_t max_rev;	/* responder: highest rev accepted (0 = 2) */
+	uint16_t ird, ord;	/* local depths; 0x3FFF: no negotiation */
+	uint16_t max_ird;	/* ceiling when raising IRD; 0 = IW_MAX_IRD */
+	uint16_t ord_min;	/* responder: reject if peer IRD below this */
+	const void *pdata;	/* ULP private data */
+	uint16_t pdata_len;	/* up to 508 (rev 2 enhanced) or 512 */
+	uint32_t timeout_ms;	/* per setup phase; 0 = 10000 */
+};
+
+enum iw_cm_event_type {
+	IW_CM_CONNECT_REQUEST,	/* listener: request read; accept or reject */
+	IW_CM_ESTABLISHED,	/* sending is allowed on our side */
+	IW_CM_REJECTED,		/* initiator: the peer rejected (R bit) */
+	IW_CM_UNREACHABLE,	/* initiator: TCP or MPA setup failed */
+	IW_CM_DISCONNECTED,	/* the stream closed */
+	IW_CM_ERROR,		/* Terminate sent or received; see err */
+};
+
+struct iw_cm_event {
+	enum iw_cm_event_type type;
+	int status;		/* negative errno for failures */
+	struct iw_err err;	/* IW_CM_ERROR, REJECTED: the triple */
+	bool remote;		/* err came from the peer's Terminate */
+	/* what the peer sent in its MPA frame */
+	uint8_t rev;
+	bool enhanced;
+	bool p2p;
+	uint8_t rtr;		/* peer's RTR flags */
+	uint16_t peer_ird, peer_ord;
+	const uint8_t *pdata;	/* valid during the callback */
+	uint16_t pdata_len;
+	/* what was negotiated for our side */
+	uint16_t ird, ord;
+	uint8_t rtr_used;	/* the RTR sent or received, 0 if none */
+	bool crc;
+	bool markers_rx, markers_tx;
+	uint32_t mulpdu;
+	/* raw octets of a received Terminate, for logs */
+	const uint8_t *term_raw;
+	size_t term_raw_len;
+};
+
+/* ---- queue pairs */
+
+/*
+ * Placement for untagged Sends chosen by the layer above (the RDM
+ * endpoint): with peek_len > 0 the receive queue is not used; for each
+ * Send message the engine reads its first min(peek_len, first segment)
+ * octets, then asks place() where the rest goes.
+ */
+struct iw_place {
+	uint32_t msn;
+	const uint8_t *peek;
+	uint32_t peek_len;
+	uint32_t seg_len;	/* payload octets of the first segment */
+	bool last;		/* the first segment is also the last */
+	unsigned int flags;	/* IW_WC_F_SE / IW_WC_F_INV */
+	uint32_t inv_stag;
+};
+
+struct iw_qp_ops {
+	void (*cm_event)(void *arg, struct iw_qp *qp,
+			 const struct iw_cm_event *ev);
+	void (*complete)(void *arg, struct iw_qp *qp, const struct iw_wc *wc);
+	/*
+	 * peek mode: fill dst (up to IW_MAX_SGE entries) with room for the
+	 * message after the peeked octets, set *ctx for its completion, and
+	 * return the entry count; 0 entries discards the rest. Return
+	 * negative to refuse (the stream terminates with DDP/2/2).
+	 */
+	int (*place)(void *arg, struct iw_qp *qp, const struct iw_place *p,
+		     struct iw_sge *dst, void **ctx);
+};
+
+struct iw_qp_attr {
+	struct iw_srq *srq;	/* NULL: the QP's own receive queue */
+	uint32_t sq_size;	/* 0 = 256 */
+	uint32_t rq_size;	/* 0 = 256 */
+	uint32_t mulpdu;	/* 0: derived from the socket's MSS */
+	uint32_t peek_len;	/* > 0: placement through ops->place */
+	const struct iw_qp_ops *ops;
+	void *arg;
+};
+
+int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
+		 struct iw_qp **qp);
+/* Flushes what is posted (completions run) and frees. */
+int iw_qp_destroy(struct iw_qp *qp);
+
+/* Active side: non-blocking; the outcome comes as a CM event. */
+int iw_qp_connect(struct iw_qp *qp, const struct sockaddr *dst,
+		  socklen_t len, const struct iw_conn_param *param);
+/* Graceful close: drain the send queue, then FIN; DISCONNECTED follows. */
+int iw_qp_disconnect(struct iw_qp *qp);
+/* Abortive close: Terminate (local catastrophic), then reset. */
+int iw_qp_abort(struct iw_qp *qp);
+
+/* -EAGAIN queue full, -ENOTCONN closed/in error, -EINVAL bad request. */
+int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr);
+int iw_qp_post_recv(struct iw_qp *qp, const struct iw_recv_wr *wr);
+
+int iw_qp_fd(const struct iw_qp *qp);
+short iw_qp_poll_events(const struct iw_qp *qp);
+/* Absolute iw_now_ms() deadline of the current phase, 0 if none. */
+uint64_t iw_qp_deadline(const struct iw_qp *qp);
+/* Does all work possible without blocking. 0, or negative when the QP
+ * is finished (closed or in error) and needs no more progress. */
+int iw_qp_progress(struct iw_qp *qp);
+
+enum iw_qp_state {
+	IW_QPS_IDLE,
+	IW_QPS_CONNECTING,	/* TCP connect, MPA Request/Reply, RTR */
+	IW_QPS_RTS,		/* established */
+	IW_QPS_CLOSING,		/* draining before FIN */
+	IW_QPS_CLOSED,
+	IW_QPS_ERROR,
+};
+enum iw_qp_state iw_qp_state(const struct iw_qp *qp);
+const char *iw_qp_state_str(enum iw_qp_state s);
+/* Local address, peer address of the TCP connection. */
+int iw_qp_getname(const struct iw_qp *qp, struct sockaddr *sa,
+		  socklen_t *len);
+int iw_qp_getpeer(const struct iw_qp *qp, struct sockaddr *sa,
+		  socklen_t *len);
+
+/* ---- shared receive queues */
+
+int iw_srq_create(struct iw_pd *pd, uint32_t size, struct iw_srq **srq);
+int iw_srq_destroy(struct iw_srq *srq);
+int iw_srq_post_recv(struct iw_srq *srq, const struct iw_recv_wr *wr);
+
+/* ---- passive side */
+
+struct iw_listener_ops {
+	/* A complete MPA Request arrived: call iw_accept or iw_reject. */
+	void (*conn_request)(void *arg, struct iw_conn_req *req,
+			     const struct iw_cm_event *ev);
+};
+
+/* param applies to every connection: responder policy (rtr, max_rev,
+ * crc_strict, refuse_markers, ird/ord, ord_min, timeout_ms). */
+int iw_listen(struct iw_dev *dev, const struct sockaddr *addr,
+	      socklen_t len, int backlog, const struct iw_conn_param *param,
+	      const struct iw_listener_ops *ops, void *arg,
+	      struct iw_listener **l);
+int iw_listener_close(struct iw_listener *l);
+int iw_listener_fd(const struct iw_listener *l);
+int iw_listener_getname(const struct iw_listener *l, struct sockaddr *sa,
+			socklen_t *len);
+/* Accepts TCP connections, reads requests, expires slow ones. */
+int iw_listener_progress(struct iw_listener *l);
+/* Earliest deadline among pending requests, 0 if none. */
+uint64_t iw_listener_deadline(const struct iw_listener *l);
+
+/* The connection moves into qp (which must be IDLE); the Reply goes out
+ * with param's private data and IRD/ORD; CM events then come to qp. */
+int iw_accept(struct iw_conn_req *req, struct iw_qp *qp,
+	      const struct iw_conn_param *param);
+/* Reply with the R bit and private data, then close. Frees req. */
+int iw_reject(struct iw_conn_req *req, const void *pdata, uint16_t len);
+void iw_conn_req_set_ctx(struct iw_conn_req *req, void *ctx);
+void *iw_conn_req_ctx(const struct iw_conn_req *req);
+
+/* ---- IRD/ORD negotiation (RFC 6581 §9.1), pure functions */
+
+struct iw_ird_ord {
+	uint16_t ird, ord;
+};
+
+/*
+ * Responder: local (ird, ord, max_ird, ord_min) against the initiator's
+ * request; fills the values to reply with and the local ones to use.
+ * Returns 0, or -EPROTO with LLP/MPA/6 when the initiator's IRD is below
+ * ord_min (the caller rejects, replying ORD = ord_min).
+ */
+int iw_negotiate_responder(struct iw_ird_ord local, uint16_t max_ird,
+			   uint16_t ord_min, struct iw_ird_ord peer,
+			   bool read_rtr, struct iw_ird_ord *reply,
+			   struct iw_ird_ord *use, struct iw_err *err);
+/*
+ * Initiator: local (ird, ord, max_ird) against the responder's reply;
+ * fills the local values to use. -EPROTO with LLP/MPA/6 when the reply's
+ * ORD exceeds what IRD can be raised to.
+ */
+int iw_negotiate_initiator(struct iw_ird_ord local, uint16_t max_ird,
+			   struct iw_ird_ord reply, struct iw_ird_ord *use,
+			   struct iw_err *err);
+
+#endif /* IWARP_ENGINE_H */

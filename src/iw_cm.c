@@ -1,0 +1,777 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Connection setup: RFC 5044 §7 startup with the RFC 6581 enhancements
+ * (IRD/ORD negotiation §9.1, peer-to-peer mode and RTR §9.2, interop
+ * §10). Sockets are non-blocking; frames are read octet-exact so that
+ * FPDUs following a frame stay in the socket for the receive stream.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1	/* accept4 */
+#endif
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "iw_priv.h"
+
+#define NO_NEG MPA_IRD_ORD_NO_NEG
+
+void iw_cm_defaults(struct iw_conn_param *p)
+{
+	if (!p->rev)
+		p->rev = 2;
+	if (!p->rtr)
+		p->rtr = IW_RTR_ALL;
+	if (!p->max_ird)
+		p->max_ird = IW_MAX_IRD;
+	if (!p->max_rev)
+		p->max_rev = 2;
+	if (!p->timeout_ms)
+		p->timeout_ms = IW_DEFAULT_TIMEOUT_MS;
+}
+
+static uint16_t u16min(uint16_t a, uint16_t b)
+{
+	return a < b ? a : b;
+}
+
+static uint16_t u16max(uint16_t a, uint16_t b)
+{
+	return a > b ? a : b;
+}
+
+/* RFC 6581 §9.1, responder side. A local 0x3FFF means "the ULP decides":
+ * it is advertised as such and max_ird bounds the queue. */
+int iw_negotiate_responder(struct iw_ird_ord local, uint16_t max_ird,
+			   uint16_t ord_min, struct iw_ird_ord peer,
+			   bool read_rtr, struct iw_ird_ord *reply,
+			   struct iw_ird_ord *use, struct iw_err *err)
+{
+	if (!max_ird || max_ird >= NO_NEG)
+		max_ird = IW_MAX_IRD;
+
+	/* our IRD answers the initiator's ORD */
+	if (peer.ord == NO_NEG || local.ird == NO_NEG) {
+		use->ird = local.ird == NO_NEG ? max_ird : local.ird;
+		reply->ird = NO_NEG;
+	} else {
+		uint16_t ird = u16max(local.ird, u16min(peer.ord, max_ird));
+
+		if (read_rtr && !ird)
+			ird = 1;	/* the zero-length Read RTR needs one */
+		use->ird = reply->ird = ird;
+	}
+	/* our ORD is bounded by the initiator's IRD */
+	if (peer.ird == NO_NEG || local.ord == NO_NEG) {
+		use->ord = local.ord == NO_NEG ? max_ird : local.ord;
+		reply->ord = NO_NEG;
+		return 0;
+	}
+	if (ord_min && peer.ird < ord_min) {
+		reply->ord = ord_min;	/* tells the initiator what we need */
+		use->ord = 0;
+		return iw_fail(err, IW_LAYER_LLP, MPA_ETYPE,
+			       MPA_ECODE_INSUFFICIENT_IRD,
+			       "initiator IRD below the ORD we need");
+	}
+	use->ord = reply->ord = u16min(local.ord, peer.ird);
+	return 0;
+}
+
+/* RFC 6581 §9.1, initiator side. */
+int iw_negotiate_initiator(struct iw_ird_ord local, uint16_t max_ird,
+			   struct iw_ird_ord reply, struct iw_ird_ord *use,
+			   struct iw_err *err)
+{
+	if (!max_ird || max_ird >= NO_NEG)
+		max_ird = IW_MAX_IRD;
+	use->ird = local.ird == NO_NEG ? max_ird : local.ird;
+	use->ord = local.ord == NO_NEG ? max_ird : local.ord;
+
+	if (reply.ird != NO_NEG && local.ord != NO_NEG)
+		use->ord = u16min(use->ord, reply.ird);
+	if (reply.ord != NO_NEG && local.ird != NO_NEG &&
+	    reply.ord > use->ird) {
+		if (reply.ord > max_ird)
+			return iw_fail(err, IW_LAYER_LLP, MPA_ETYPE,
+				       MPA_ECODE_INSUFFICIENT_IRD,
+				       "responder ORD above our IRD limit");
+		use->ird = reply.ord;
+	}
+	return 0;
+}
+
+/* ---- sockets */
+
+static int iw_sock_nodelay(int fd)
+{
+	int one = 1;
+
+	return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/* Reads octets of an MPA frame without reading past it. Returns 1 when
+ * complete, 0 need more, -EAGAIN/-errno, -ECONNRESET on EOF, -EPROTO. */
+static int iw_read_frame(int fd, uint8_t *buf, size_t *have,
+			 enum mpa_kind kind, struct mpa_frame *f,
+			 struct iw_err *err)
+{
+	for (;;) {
+		ssize_t want = mpa_frame_len(buf, *have), n;
+		int ret;
+
+		if (want == -EAGAIN)
+			want = MPA_HDR_LEN;
+		if (want > MPA_HDR_LEN + MPA_MAX_PD)
+			want = MPA_HDR_LEN;	/* parse reports the error */
+		if ((size_t)want > *have) {
+			n = recv(fd, buf + *have, (size_t)want - *have, 0);
+			if (n == 0)
+				return -ECONNRESET;
+			if (n < 0)
+				return errno == EINTR ? 0 : -errno;
+			*have += (size_t)n;
+		}
+		ret = mpa_frame_parse(buf, *have, kind, f, err);
+		if (ret == 0)
+			return 1;
+		if (ret != -EAGAIN)
+			return ret;
+	}
+}
+
+static int iw_cm_check_param(const struct iw_conn_param *p)
+{
+	bool enh = p->rev == 2 && !p->no_enhanced;
+
+	if (p->rev != 1 && p->rev != 2)
+		return -EINVAL;
+	if (p->pdata_len > MPA_MAX_PD - (enh ? MPA_ENH_LEN : 0) ||
+	    (p->pdata_len && !p->pdata))
+		return -EINVAL;
+	if (p->ird > NO_NEG || p->ord > NO_NEG)
+		return -EINVAL;
+	return 0;
+}
+
+/* ---- initiator */
+
+static int iw_cm_tcp_connect(struct iw_qp *qp)
+{
+	const struct sockaddr *sa = (const struct sockaddr *)&qp->dst;
+	int fd;
+
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0)
+		return -errno;
+	iw_sock_nodelay(fd);
+	if (connect(fd, sa, qp->dst_len) && errno != EINPROGRESS) {
+		int ret = -errno;
+
+		close(fd);
+		return ret;
+	}
+	qp->fd = fd;
+	qp->cm = CM_TCP_CONNECT;
+	qp->deadline = iw_now_ms() + qp->param.timeout_ms;
+	return 0;
+}
+
+int iw_qp_connect(struct iw_qp *qp, const struct sockaddr *dst,
+		  socklen_t len, const struct iw_conn_param *param)
+{
+	int ret;
+
+	if (qp->cm != CM_IDLE || len > sizeof(qp->dst))
+		return -EINVAL;
+	qp->param = *param;
+	iw_cm_defaults(&qp->param);
+	ret = iw_cm_check_param(&qp->param);
+	if (ret)
+		return ret;
+	memcpy(qp->pdata, param->pdata, param->pdata_len);
+	qp->param.pdata = qp->pdata;
+	memcpy(&qp->dst, dst, len);
+	qp->dst_len = len;
+	qp->initiator = true;
+	return iw_cm_tcp_connect(qp);
+}
+
+static int iw_cm_send_request(struct iw_qp *qp)
+{
+	const struct iw_conn_param *p = &qp->param;
+	struct mpa_frame f = {
+		.kind = MPA_REQUEST,
+		.rev = qp->retried ? 1 : p->rev,
+		.crc = p->crc,
+		.markers = p->markers,
+	};
+	uint8_t buf[IW_CTRL_MAX];
+	ssize_t n;
+
+	f.enhanced = f.rev == 2 && !p->no_enhanced;
+	if (f.enhanced) {
+		f.p2p = !p->client_server;
+		f.rtr = f.p2p ? p->rtr : 0;
+		f.ird = p->ird;
+		f.ord = p->ord;
+	}
+	qp->rev = f.rev;
+	qp->enhanced = f.enhanced;
+	n = mpa_frame_build(buf, sizeof(buf), &f, p->pdata, p->pdata_len);
+	if (n < 0)
+		return (int)n;
+	qp->rep_have = 0;
+	qp->cm = CM_WAIT_REP;
+	qp->deadline = iw_now_ms() + p->timeout_ms;
+	return iw_tx_ctrl(qp, buf, (size_t)n);
+}
+
+static void iw_cm_unreachable(struct iw_qp *qp, int status,
+			      const struct iw_err *err)
+{
+	struct iw_cm_event ev = {
+		.type = IW_CM_UNREACHABLE,
+		.status = status,
+	};
+
+	if (err)
+		ev.err = *err;
+	iw_qp_close_socket(qp, true);
+	qp->cm = CM_ERROR;
+	iw_qp_fatal(qp, err ? err : &ev.err, NULL, false);
+	if (!qp->ev_final) {
+		qp->ev_final = true;
+		iw_qp_event(qp, &ev);
+	}
+}
+
+/* The connection closed while we waited for the Reply: a rev-1 responder
+ * does that to a rev-2 Request (RFC 6581 §10); retry once with rev 1. */
+static int iw_cm_reply_eof(struct iw_qp *qp, int status)
+{
+	if (qp->param.retry_rev1 && !qp->retried && qp->rev == 2) {
+		iw_log(qp->pd->dev, 1, "MPA rev 2 refused, retrying rev 1");
+		iw_qp_close_socket(qp, false);
+		qp->retried = true;
+		qp->ctrl_len = qp->ctrl_off = 0;
+		if (!iw_cm_tcp_connect(qp))
+			return 0;
+	}
+	iw_cm_unreachable(qp, status, NULL);
+	return -ECONNRESET;
+}
+
+/* Picks the RTR to send from what the responder allows, preferring
+ * Write, then Read, then Send (the order Linux siw uses). */
+static uint8_t iw_cm_pick_rtr(uint8_t allowed)
+{
+	if (allowed & IW_RTR_WRITE)
+		return IW_RTR_WRITE;
+	if (allowed & IW_RTR_READ)
+		return IW_RTR_READ;
+	if (allowed & IW_RTR_SEND)
+		return IW_RTR_SEND;
+	return 0;
+}
+
+void iw_cm_fill_event(struct iw_qp *qp, const struct mpa_frame *f,
+		      struct iw_cm_event *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->rev = f->rev;
+	ev->enhanced = f->enhanced;
+	ev->p2p = f->p2p;
+	ev->rtr = f->rtr;
+	ev->peer_ird = f->ird;
+	ev->peer_ord = f->ord;
+	memcpy(qp->peer_pdata, f->ulp_pd, f->ulp_pd_len);
+	ev->pdata = qp->peer_pdata;
+	ev->pdata_len = f->ulp_pd_len;
+}
+
+static void iw_cm_rejected(struct iw_qp *qp, const struct mpa_frame *f)
+{
+	struct iw_cm_event ev;
+
+	iw_cm_fill_event(qp, f, &ev);
+	ev.type = IW_CM_REJECTED;
+	ev.status = -ECONNREFUSED;
+	iw_qp_close_socket(qp, false);
+	qp->cm = CM_ERROR;
+	iw_qp_fatal(qp, &ev.err, NULL, false);
+	qp->ev_final = true;
+	iw_qp_event(qp, &ev);
+}
+
+/* Full operation begins for the initiator once the Reply is accepted. */
+static int iw_cm_reply_accepted(struct iw_qp *qp, const struct mpa_frame *f)
+{
+	const struct iw_conn_param *p = &qp->param;
+	struct iw_ird_ord use = { p->ird, p->ord };
+	struct iw_err err = { 0 };
+	int ret = 0;
+
+	iw_cm_fill_event(qp, f, &qp->est);
+	qp->crc = p->crc || f->crc;
+	qp->markers_tx = f->markers;
+	qp->markers_rx = p->markers;
+	qp->p2p = qp->enhanced && f->enhanced && f->p2p && !p->client_server;
+	if (qp->enhanced && f->enhanced)
+		ret = iw_negotiate_initiator((struct iw_ird_ord){ p->ird,
+								   p->ord },
+					     p->max_ird,
+					     (struct iw_ird_ord){ f->ird,
+								  f->ord },
+					     &use, &err);
+	else
+		iw_negotiate_initiator((struct iw_ird_ord){ p->ird, p->ord },
+				       p->max_ird,
+				       (struct iw_ird_ord){ NO_NEG, NO_NEG },
+				       &use, &err);
+	qp->ird = use.ird;
+	qp->ord = use.ord;
+	if (iw_qp_setup_full_op(qp))
+		iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
+			MPA_ECODE_LOCAL_CATASTROPHIC, "out of memory");
+	else if (!ret && p->crc_strict && !f->crc)
+		ret = iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
+			      MPA_ECODE_LOCAL_CATASTROPHIC,
+			      "peer declined CRC");
+	if (!ret && !err.why && qp->p2p) {
+		qp->rtr_used = iw_cm_pick_rtr(f->rtr & p->rtr);
+		if (!qp->rtr_used)
+			ret = iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
+				      MPA_ECODE_NO_RTR,
+				      "no RTR type in common");
+	}
+	if (ret || err.why) {
+		iw_log(qp->pd->dev, 0, "MPA Reply refused: %s",
+		       err.why ? err.why : "?");
+		iw_qp_fatal(qp, &err, NULL, true);
+		return -EPROTO;
+	}
+	if (qp->p2p) {
+		qp->rtr_pending = true;
+		qp->cm = CM_SEND_RTR;
+		return 0;
+	}
+	iw_qp_established(qp);
+	return 0;
+}
+
+static int iw_cm_read_reply(struct iw_qp *qp)
+{
+	struct mpa_frame f;
+	struct iw_err err = { 0 };
+	int ret;
+
+	ret = iw_read_frame(qp->fd, qp->rep, &qp->rep_have, MPA_REPLY, &f,
+			    &err);
+	if (ret == 0 || ret == -EAGAIN)
+		return 0;
+	if (ret == -ECONNRESET || ret == -EPIPE)
+		return iw_cm_reply_eof(qp, ret);
+	if (ret < 0) {
+		if (ret == -EPROTO)
+			iw_log(qp->pd->dev, 0, "bad MPA Reply: %s",
+			       err.why ? err.why : "too long");
+		if (ret == -EPROTO && !err.why)
+			iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
+				MPA_ECODE_REQ_REP, "bad MPA Reply");
+		iw_cm_unreachable(qp, ret, ret == -EPROTO ? &err : NULL);
+		return ret;
+	}
+	if (f.reject) {
+		iw_cm_rejected(qp, &f);
+		return -ECONNREFUSED;
+	}
+	if (f.rev > qp->rev) {
+		iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_REQ_REP,
+			"Reply revision above the Request's");
+		iw_cm_unreachable(qp, -EPROTO, &err);
+		return -EPROTO;
+	}
+	return iw_cm_reply_accepted(qp, &f);
+}
+
+static int iw_cm_connected(struct iw_qp *qp)
+{
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+
+	if (getsockopt(qp->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl))
+		soerr = errno;
+	if (soerr == EINPROGRESS || soerr == EALREADY)
+		return 0;
+	if (soerr) {
+		iw_cm_unreachable(qp, -soerr, NULL);
+		return -soerr;
+	}
+	return iw_cm_send_request(qp);
+}
+
+/* Drives the setup phases; called from iw_qp_progress. */
+int iw_cm_progress(struct iw_qp *qp)
+{
+	struct iw_err err = { 0 };
+
+	if (qp->deadline && iw_now_ms() >= qp->deadline) {
+		switch (qp->cm) {
+		case CM_TCP_CONNECT:
+		case CM_WAIT_REP:
+			iw_cm_unreachable(qp, -ETIMEDOUT, NULL);
+			return -ETIMEDOUT;
+		case CM_SEND_RTR:
+		case CM_WAIT_RTR:
+			iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
+				MPA_ECODE_LOCAL_CATASTROPHIC,
+				"RTR phase timed out");
+			iw_qp_fatal(qp, &err, NULL, true);
+			return -ETIMEDOUT;
+		default:
+			break;
+		}
+	}
+	switch (qp->cm) {
+	case CM_TCP_CONNECT:
+		return iw_cm_connected(qp);
+	case CM_WAIT_REP:
+		return iw_cm_read_reply(qp);
+	default:
+		return 0;
+	}
+}
+
+/* ---- passive side */
+
+int iw_listen(struct iw_dev *dev, const struct sockaddr *addr,
+	      socklen_t len, int backlog, const struct iw_conn_param *param,
+	      const struct iw_listener_ops *ops, void *arg,
+	      struct iw_listener **lp)
+{
+	struct iw_listener *l = calloc(1, sizeof(*l));
+	int one = 1, ret;
+
+	if (!l)
+		return -ENOMEM;
+	l->dev = dev;
+	if (param)
+		l->param = *param;
+	iw_cm_defaults(&l->param);
+	l->ops = ops;
+	l->arg = arg;
+	l->fd = socket(addr->sa_family,
+		       SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (l->fd < 0)
+		goto err_free;
+	setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l->fd, addr, len) || listen(l->fd, backlog > 0 ? backlog :
+							     128))
+		goto err_close;
+	*lp = l;
+	return 0;
+err_close:
+	ret = -errno;
+	close(l->fd);
+	free(l);
+	return ret;
+err_free:
+	ret = -errno;
+	free(l);
+	return ret;
+}
+
+static void iw_req_unlink(struct iw_conn_req *req)
+{
+	struct iw_conn_req **pp;
+
+	for (pp = &req->l->reqs; *pp; pp = &(*pp)->next)
+		if (*pp == req) {
+			*pp = req->next;
+			break;
+		}
+}
+
+static void iw_req_drop(struct iw_conn_req *req, const char *why)
+{
+	iw_log(req->l->dev, 1, "dropping connection request: %s", why);
+	iw_req_unlink(req);
+	if (req->fd >= 0)
+		close(req->fd);
+	free(req);
+}
+
+int iw_listener_close(struct iw_listener *l)
+{
+	while (l->reqs)
+		iw_req_drop(l->reqs, "listener closed");
+	close(l->fd);
+	free(l);
+	return 0;
+}
+
+int iw_listener_fd(const struct iw_listener *l)
+{
+	return l->fd;
+}
+
+int iw_listener_getname(const struct iw_listener *l, struct sockaddr *sa,
+			socklen_t *len)
+{
+	return getsockname(l->fd, sa, len) ? -errno : 0;
+}
+
+uint64_t iw_listener_deadline(const struct iw_listener *l)
+{
+	const struct iw_conn_req *r;
+	uint64_t d = 0;
+
+	for (r = l->reqs; r; r = r->next)
+		if (!d || r->deadline < d)
+			d = r->deadline;
+	return d;
+}
+
+void iw_conn_req_set_ctx(struct iw_conn_req *req, void *ctx)
+{
+	req->ctx = ctx;
+}
+
+void *iw_conn_req_ctx(const struct iw_conn_req *req)
+{
+	return req->ctx;
+}
+
+static void iw_listener_accept_tcp(struct iw_listener *l)
+{
+	for (;;) {
+		struct iw_conn_req *req;
+		int fd = accept4(l->fd, NULL, NULL,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		req = calloc(1, sizeof(*req));
+		if (!req) {
+			close(fd);
+			continue;
+		}
+		iw_sock_nodelay(fd);
+		req->l = l;
+		req->fd = fd;
+		req->deadline = iw_now_ms() + l->param.timeout_ms;
+		req->next = l->reqs;
+		l->reqs = req;
+	}
+}
+
+/* Reply with R set; best effort on a fresh socket, then close. */
+static void iw_req_send_reject(struct iw_conn_req *req, const void *pdata,
+			       uint16_t len, const struct iw_ird_ord *io)
+{
+	struct mpa_frame r = {
+		.kind = MPA_REPLY,
+		.rev = req->f.rev,
+		.reject = true,
+		.crc = req->f.crc,
+		.enhanced = req->f.enhanced,
+		.p2p = req->f.p2p,
+	};
+	uint8_t buf[IW_CTRL_MAX];
+	ssize_t n;
+
+	if (io) {
+		r.ird = io->ird;
+		r.ord = io->ord;
+	}
+	if (r.enhanced && len > MPA_MAX_PD - MPA_ENH_LEN)
+		len = MPA_MAX_PD - MPA_ENH_LEN;
+	n = mpa_frame_build(buf, sizeof(buf), &r, pdata, len);
+	if (n > 0 && send(req->fd, buf, (size_t)n, MSG_NOSIGNAL) != n)
+		iw_log(req->l->dev, 1, "reject frame not fully sent");
+}
+
+enum { IW_REQ_WAIT, IW_REQ_READY, IW_REQ_DROPPED };
+
+/* Reads what has arrived of a Request; drops bad or refused ones. */
+static int iw_req_read(struct iw_conn_req *req)
+{
+	struct iw_listener *l = req->l;
+	struct iw_err err = { 0 };
+	int ret;
+
+	ret = iw_read_frame(req->fd, req->buf, &req->have, MPA_REQUEST,
+			    &req->f, &err);
+	if (ret == 0 || ret == -EAGAIN)
+		return IW_REQ_WAIT;
+	if (ret < 0) {
+		iw_req_drop(req, ret == -EPROTO ?
+			    (err.why ? err.why : "bad MPA Request") :
+			    "connection closed during MPA Request");
+		return IW_REQ_DROPPED;
+	}
+	/* a responder of a lower revision closes (RFC 6581 §10) */
+	if (req->f.rev > l->param.max_rev) {
+		iw_req_drop(req, "MPA revision above what we accept");
+		return IW_REQ_DROPPED;
+	}
+	if (req->f.markers && l->param.refuse_markers) {
+		iw_req_send_reject(req, NULL, 0, NULL);
+		iw_req_drop(req, "peer asks for markers");
+		return IW_REQ_DROPPED;
+	}
+	return IW_REQ_READY;
+}
+
+static void iw_req_offer(struct iw_conn_req *req)
+{
+	struct iw_listener *l = req->l;
+	struct iw_cm_event ev = {
+		.type = IW_CM_CONNECT_REQUEST,
+		.rev = req->f.rev,
+		.enhanced = req->f.enhanced,
+		.p2p = req->f.p2p,
+		.rtr = req->f.rtr,
+		.peer_ird = req->f.ird,
+		.peer_ord = req->f.ord,
+		.pdata = req->f.ulp_pd,
+		.pdata_len = req->f.ulp_pd_len,
+		.crc = req->f.crc,
+		.markers_tx = req->f.markers,
+	};
+
+	req->notified = true;
+	req->deadline = iw_now_ms() + l->param.timeout_ms;
+	if (l->ops && l->ops->conn_request)
+		l->ops->conn_request(l->arg, req, &ev);
+}
+
+int iw_listener_progress(struct iw_listener *l)
+{
+	uint64_t now = iw_now_ms();
+	struct iw_conn_req *req, *next;
+
+	iw_listener_accept_tcp(l);
+	for (req = l->reqs; req; req = next) {
+		next = req->next;
+		if (req->deadline && now >= req->deadline)
+			iw_req_drop(req, "timed out");
+	}
+	/* A drop or a callback may change the list (the ULP can accept or
+	 * reject any request): rescan after each. Every rescan either
+	 * offers or drops a request, so this ends. */
+restart:
+	for (req = l->reqs; req; req = req->next) {
+		if (req->notified)
+			continue;
+		switch (iw_req_read(req)) {
+		case IW_REQ_READY:
+			iw_req_offer(req);
+			goto restart;
+		case IW_REQ_DROPPED:
+			goto restart;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
+int iw_reject(struct iw_conn_req *req, const void *pdata, uint16_t len)
+{
+	struct iw_ird_ord zero = { 0, 0 };
+
+	iw_req_send_reject(req, pdata, len, &zero);
+	iw_req_drop(req, "rejected by the ULP");
+	return 0;
+}
+
+/* Chooses the Reply's RTR set (RFC 6581 §9.2). */
+static uint8_t iw_cm_reply_rtr(const struct iw_conn_param *p, uint8_t offered)
+{
+	uint8_t ok = offered & p->rtr;
+
+	if (!ok)	/* "MUST set at least one ... it supports" */
+		return iw_cm_pick_rtr(p->rtr);
+	return p->rtr_reply_all ? ok : iw_cm_pick_rtr(ok);
+}
+
+int iw_accept(struct iw_conn_req *req, struct iw_qp *qp,
+	      const struct iw_conn_param *param)
+{
+	const struct mpa_frame *f = &req->f;
+	struct mpa_frame r = { .kind = MPA_REPLY, .rev = f->rev };
+	struct iw_ird_ord reply = { NO_NEG, NO_NEG }, use;
+	struct iw_err err = { 0 };
+	uint8_t buf[IW_CTRL_MAX];
+	ssize_t n;
+	int ret;
+
+	if (qp->cm != CM_IDLE)
+		return -EINVAL;
+	qp->param = *param;
+	iw_cm_defaults(&qp->param);
+	qp->param.rev = f->rev;
+	ret = iw_cm_check_param(&qp->param);
+	if (ret)
+		return ret;
+	if (param->crc_strict && !f->crc) {
+		iw_reject(req, NULL, 0);
+		return -ECONNREFUSED;
+	}
+	r.enhanced = f->enhanced;
+	r.crc = param->crc || f->crc;
+	r.markers = param->markers;
+	if (f->enhanced) {
+		r.p2p = f->p2p;
+		r.rtr = r.p2p ? iw_cm_reply_rtr(&qp->param, f->rtr) : 0;
+		ret = iw_negotiate_responder(
+			(struct iw_ird_ord){ param->ird, param->ord },
+			qp->param.max_ird, param->ord_min,
+			(struct iw_ird_ord){ f->ird, f->ord },
+			r.rtr & IW_RTR_READ, &reply, &use, &err);
+		if (ret) {
+			iw_req_send_reject(req, NULL, 0, &reply);
+			iw_req_drop(req, err.why);
+			return -ECONNREFUSED;
+		}
+		r.ird = reply.ird;
+		r.ord = reply.ord;
+	} else {
+		iw_negotiate_responder(
+			(struct iw_ird_ord){ param->ird, param->ord },
+			qp->param.max_ird, 0,
+			(struct iw_ird_ord){ NO_NEG, NO_NEG }, false, &reply,
+			&use, &err);
+	}
+	n = mpa_frame_build(buf, sizeof(buf), &r, param->pdata,
+			    param->pdata_len);
+	if (n < 0)
+		return (int)n;
+
+	iw_cm_fill_event(qp, f, &qp->est);
+	qp->initiator = false;
+	qp->rev = f->rev;
+	qp->enhanced = f->enhanced;
+	qp->p2p = r.p2p;
+	qp->rtr_set = r.rtr;
+	qp->crc = r.crc;
+	qp->markers_rx = r.markers;
+	qp->markers_tx = f->markers;
+	qp->ird = use.ird;
+	qp->ord = use.ord;
+	qp->fd = req->fd;
+	req->fd = -1;
+	iw_req_unlink(req);
+	free(req);
+	if (iw_qp_setup_full_op(qp))
+		return -ENOMEM;
+	qp->cm = CM_WAIT_RTR;
+	qp->deadline = iw_now_ms() + qp->param.timeout_ms;
+	return iw_tx_ctrl(qp, buf, (size_t)n);
+}

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Engine device: protection domains and the STag table. An STag is a
+ * 20-bit table index plus a 12-bit random key that is never zero, so it
+ * cannot be guessed from a neighbour and never equals the STag 1 that
+ * RTR messages carry.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "iw_priv.h"
+
+uint64_t iw_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void iw_log(struct iw_dev *dev, int level, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!dev || !dev->log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	dev->log(dev->log_arg, level, msg);
+}
+
+/* xorshift64*, seeded from the kernel: keys must not be predictable */
+uint64_t iw_random(struct iw_dev *dev)
+{
+	uint64_t x = dev->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	dev->rng = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+static uint64_t iw_seed(void)
+{
+	uint64_t s = 0;
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, &s, sizeof(s)) != sizeof(s))
+			s = 0;
+		close(fd);
+	}
+	if (!s)
+		s = iw_now_ms() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid();
+	return s | 1;
+}
+
+int iw_dev_open(struct iw_dev **dev)
+{
+	struct iw_dev *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	d->rng = iw_seed();
+	d->nstags = 1;		/* index 0 is never handed out */
+	*dev = d;
+	return 0;
+}
+
+int iw_dev_close(struct iw_dev *dev)
+{
+	if (dev->npd)
+		return -EBUSY;
+	free(dev->stags);
+	free(dev->free_idx);
+	free(dev);
+	return 0;
+}
+
+void iw_dev_set_log(struct iw_dev *dev, iw_log_fn fn, void *arg)
+{
+	dev->log = fn;
+	dev->log_arg = arg;
+}
+
+int iw_pd_alloc(struct iw_dev *dev, struct iw_pd **pd)
+{
+	struct iw_pd *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->dev = dev;
+	dev->npd++;
+	*pd = p;
+	return 0;
+}
+
+int iw_pd_free(struct iw_pd *pd)
+{
+	if (pd->nmr || pd->nqp)
+		return -EBUSY;
+	pd->dev->npd--;
+	free(pd);
+	return 0;
+}
+
+static uint32_t iw_stag_make(struct iw_dev *dev, uint32_t idx)
+{
+	uint32_t key = 0;
+
+	while (!key)
+		key = (uint32_t)(iw_random(dev) >> 40) &
+		      (0xffffffffu >> IW_STAG_IDX_BITS);
+	return key << IW_STAG_IDX_BITS | idx;
+}
+
+static int iw_stag_slot(struct iw_dev *dev, uint32_t *idx)
+{
+	if (dev->nfree) {
+		*idx = dev->free_idx[--dev->nfree];
+		return 0;
+	}
+	if (dev->nstags > IW_STAG_IDX_MASK)
+		return -ENOSPC;
+	if (dev->nstags >= dev->cap) {
+		uint32_t cap = dev->cap ? dev->cap * 2 : 64;
+		struct iw_mr **t = realloc(dev->stags, cap * sizeof(*t));
+		uint32_t *f;
+
+		if (!t)
+			return -ENOMEM;
+		dev->stags = t;
+		f = realloc(dev->free_idx, cap * sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		dev->free_idx = f;
+		dev->cap = cap;
+	}
+	*idx = dev->nstags++;
+	return 0;
+}
+
+struct iw_mr *iw_stag_lookup(struct iw_dev *dev, uint32_t stag)
+{
+	uint32_t idx = stag & IW_STAG_IDX_MASK;
+	struct iw_mr *mr;
+
+	if (idx == 0 || idx >= dev->nstags)
+		return NULL;
+	mr = dev->stags[idx];
+	if (!mr || mr->stag != stag || !mr->valid)
+		return NULL;
+	return mr;
+}
+
+int iw_mr_reg(struct iw_pd *pd, void *addr, size_t len, uint64_t base_to,
+	      unsigned int access, struct iw_mr **mr)
+{
+	struct iw_dev *dev = pd->dev;
+	struct iw_mr *m;
+	uint32_t idx;
+	int ret;
+
+	if ((!addr && len) || base_to + len < base_to)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	ret = iw_stag_slot(dev, &idx);
+	if (ret) {
+		free(m);
+		return ret;
+	}
+	m->pd = pd;
+	m->addr = addr;
+	m->len = len;
+	m->base_to = base_to;
+	m->access = access;
+	m->valid = true;
+	m->stag = iw_stag_make(dev, idx);
+	dev->stags[idx] = m;
+	pd->nmr++;
+	*mr = m;
+	return 0;
+}
+
+int iw_mr_dereg(struct iw_mr *mr)
+{
+	struct iw_dev *dev = mr->pd->dev;
+	uint32_t idx = mr->stag & IW_STAG_IDX_MASK;
+
+	dev->stags[idx] = NULL;
+	dev->free_idx[dev->nfree++] = idx;
+	mr->pd->nmr--;
+	free(mr);
+	return 0;
+}
+
+uint32_t iw_mr_stag(const struct iw_mr *mr)
+{
+	return mr->stag;
+}
+
+int iw_mr_invalidate(struct iw_mr *mr)
+{
+	mr->valid = false;
+	return 0;
+}
+
+bool iw_mr_valid(const struct iw_mr *mr)
+{
+	return mr->valid;
+}
+
+uint32_t iw_mr_rekey(struct iw_mr *mr)
+{
+	uint32_t idx = mr->stag & IW_STAG_IDX_MASK;
+	uint32_t old = mr->stag;
+
+	do
+		mr->stag = iw_stag_make(mr->pd->dev, idx);
+	while (mr->stag == old);
+	mr->valid = true;
+	return mr->stag;
+}

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Engine internals shared by iw_dev.c (device, PDs, STags), iw_cm.c
+ * (connection setup), iw_qp.c (queues, completions, teardown), iw_tx.c
+ * (transmit pump) and iw_qprx.c (receive placement).
+ */
+#ifndef IWARP_IW_PRIV_H
+#define IWARP_IW_PRIV_H
+
+#include <stdarg.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "iwarp/engine.h"
+#include "iwarp/rx.h"
+
+/* ---- device, PDs, memory */
+
+#define IW_STAG_IDX_BITS 20
+#define IW_STAG_IDX_MASK ((1u << IW_STAG_IDX_BITS) - 1)
+
+struct iw_dev {
+	struct iw_mr **stags;	/* by index; [0] unused */
+	uint32_t nstags;	/* slots in use or free-listed */
+	uint32_t cap;
+	uint32_t *free_idx;
+	uint32_t nfree;
+	uint64_t rng;
+	int npd;
+	iw_log_fn log;
+	void *log_arg;
+};
+
+struct iw_pd {
+	struct iw_dev *dev;
+	int nmr;
+	int nqp;
+};
+
+struct iw_mr {
+	struct iw_pd *pd;
+	uint32_t stag;
+	uint8_t *addr;
+	uint64_t len;
+	uint64_t base_to;
+	unsigned int access;
+	bool valid;
+};
+
+void iw_log(struct iw_dev *dev, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+uint64_t iw_random(struct iw_dev *dev);
+/* The valid MR behind stag, or NULL. */
+struct iw_mr *iw_stag_lookup(struct iw_dev *dev, uint32_t stag);
+
+/* ---- queues */
+
+struct iw_swqe {
+	void *ctx;
+	enum iw_wr_opcode op;
+	unsigned int flags;
+	struct iw_sge sge[IW_MAX_SGE];
+	int nsge;
+	uint32_t len;
+	uint32_t inv_stag;
+	uint32_t rstag;
+	uint64_t rto;
+	uint32_t sent;		/* payload octets framed (Send/Write) */
+	bool done;		/* transmitted, or Read Response received */
+	enum iw_wc_status status;
+	struct iw_err err;
+};
+
+struct iw_rwqe {
+	void *ctx;
+	struct iw_sge sge[IW_MAX_SGE];
+	int nsge;
+	uint32_t len;
+};
+
+struct iw_rq {
+	struct iw_rwqe *q;
+	uint32_t size;
+	uint32_t head;		/* next to consume */
+	uint32_t count;
+};
+
+struct iw_srq {
+	struct iw_pd *pd;
+	struct iw_rq rq;
+	int nqp;
+};
+
+/* An inbound Read Request being answered (IRQ entry). */
+struct iw_irqe {
+	struct rdmap_rreq rr;	/* validated when it arrived */
+	uint32_t sent;
+};
+
+/* An outstanding outbound Read (ORQ entry): index into the SQ, or -1
+ * for the internal zero-length Read RTR. */
+struct iw_orqe {
+	int32_t sq_idx;
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	uint32_t len;
+	uint32_t got;
+};
+
+/* ---- connection setup */
+
+enum iw_cm_state {
+	CM_IDLE,
+	CM_TCP_CONNECT,		/* initiator: non-blocking connect */
+	CM_WAIT_REP,		/* initiator: Request queued/sent, reading Reply */
+	CM_SEND_RTR,		/* initiator: RTR queued, not yet written */
+	CM_WAIT_RTR,		/* responder: Reply queued/sent, awaiting RTR */
+	CM_RTS,
+	CM_CLOSING,		/* draining, then FIN */
+	CM_CLOSED,
+	CM_ERROR,
+};
+
+struct iw_conn_req {
+	struct iw_listener *l;
+	struct iw_conn_req *next;
+	int fd;
+	uint8_t buf[MPA_HDR_LEN + MPA_MAX_PD];
+	size_t have;
+	bool notified;
+	uint64_t deadline;
+	struct mpa_frame f;
+	void *ctx;
+};
+
+struct iw_listener {
+	struct iw_dev *dev;
+	int fd;
+	struct iw_conn_param param;
+	const struct iw_listener_ops *ops;
+	void *arg;
+	struct iw_conn_req *reqs;
+};
+
+#define IW_CTRL_MAX (MPA_HDR_LEN + MPA_MAX_PD + 128)
+
+struct iw_qp {
+	struct iw_pd *pd;
+	struct iw_qp_attr attr;
+	struct iw_conn_param param;
+	uint8_t pdata[MPA_MAX_PD];	/* our private data, kept for retry */
+	int fd;
+	enum iw_cm_state cm;
+	uint64_t deadline;
+	bool initiator;
+	bool p2p;
+	uint8_t rev;
+	bool enhanced;
+	uint8_t rtr_set;	/* responder: RTR types in the Reply */
+	uint8_t rtr_used;
+	bool crc;
+	bool markers_tx, markers_rx;
+	uint16_t ird, ord;
+	uint32_t mulpdu;
+	struct sockaddr_storage dst;
+	socklen_t dst_len;
+	bool retried;
+	struct iw_cm_event est;	/* negotiated values, for ESTABLISHED */
+	uint8_t peer_pdata[MPA_MAX_PD];
+
+	/* MPA Reply being read by the initiator */
+	uint8_t rep[MPA_HDR_LEN + MPA_MAX_PD];
+	size_t rep_have;
+
+	/* send queue, as sequence numbers (size is a power of two):
+	 * [head, tx) started, [tx, tail) queued; slot = seq & (size - 1) */
+	struct iw_swqe *sq;
+	uint8_t *sq_inline;
+	uint32_t sq_size, sq_head, sq_tx, sq_tail;
+	uint32_t sq_msn;	/* next MSN of our Sends (QN 0) */
+	uint32_t rreq_msn;	/* next MSN of our Read Requests (QN 1) */
+	uint32_t term_msn;
+
+	struct iw_orqe *orq;
+	uint32_t orq_head, orq_count, orq_cap;
+
+	struct iw_irqe *irq;
+	uint32_t irq_head, irq_count, irq_cap;
+
+	struct iw_rq rq;
+	struct iw_srq *srq;
+
+	/* transmit: the FPDU being written */
+	struct iovec txv[IW_MAX_SGE + 3];
+	int txcnt;
+	size_t tx_left;
+	uint8_t tx_hdr[MPA_FPDU_HDR + DDP_UNTAGGED_HDR + RDMAP_RREQ_LEN];
+	uint8_t tx_trl[3 + MPA_CRC_LEN];
+	uint8_t *tx_bounce;	/* markers: the whole FPDU, marked */
+	uint8_t *tx_ulpdu;	/* markers: the ULPDU gathered first */
+	uint64_t tx_mpos;
+	enum { TX_NONE, TX_CTRL, TX_RTR, TX_SQ, TX_IRQ } tx_src;
+	bool tx_msg_end;	/* the FPDU in flight ends its message */
+	bool tx_irq_busy;	/* a Read Response message is mid-way */
+	bool tx_sq_busy;	/* an SQ message is mid-way */
+	uint8_t ctrl[IW_CTRL_MAX];
+	size_t ctrl_len, ctrl_off;
+	bool rtr_pending;
+	bool term_queued;
+	bool fin_sent;
+
+	/* receive */
+	struct iw_rx rx;
+	uint32_t rx_msn[3];	/* expected MSN per untagged queue */
+	bool rx_eof;
+	struct {
+		bool active;	/* a Send message is mid-way */
+		uint32_t msn;
+		uint32_t got;
+		bool from_srq;
+		struct iw_rwqe w;
+		void *ctx;
+		int sge_idx;
+		uint32_t sge_off;
+		uint8_t op;
+		uint32_t inv_stag;
+		bool peek_mode;
+		bool placed;
+		uint8_t *peek;
+		uint32_t peek_got;
+	} rcv;
+	struct {
+		bool active;	/* a tagged message is mid-way */
+		uint8_t op;
+		uint32_t stag;
+		uint64_t next_to;
+		int orq_sge;
+		uint32_t orq_off;
+	} tag;
+	struct iw_err fatal;
+	bool fatal_remote;
+	bool flushed;
+	bool ev_final;		/* DISCONNECTED/ERROR/... already reported */
+	bool in_callback;
+	const uint8_t *term_raw;
+	size_t term_raw_len;
+	uint8_t term_copy[RDMAP_TERM_MAX];
+};
+
+/* iw_qp.c */
+void iw_qp_remote_fatal(struct iw_qp *qp, const struct rdmap_term *t,
+			const uint8_t *raw, size_t len);
+void iw_qp_event(struct iw_qp *qp, struct iw_cm_event *ev);
+void iw_qp_final_event(struct iw_qp *qp, enum iw_cm_event_type type,
+		       int status);
+/* Moves the QP to error: queues a Terminate (unless the stream is dead),
+ * flushes everything, reports IW_CM_ERROR. seg: the offending segment
+ * for header copies, or NULL. */
+void iw_qp_fatal(struct iw_qp *qp, const struct iw_err *err,
+		 const struct iw_rx_seg *seg, bool send_term);
+void iw_qp_complete(struct iw_qp *qp, const struct iw_wc *wc);
+void iw_qp_sq_complete_ready(struct iw_qp *qp);
+int iw_qp_setup_full_op(struct iw_qp *qp);
+void iw_qp_established(struct iw_qp *qp);
+void iw_qp_close_socket(struct iw_qp *qp, bool reset);
+
+/* iw_cm.c */
+int iw_cm_progress(struct iw_qp *qp);
+void iw_cm_defaults(struct iw_conn_param *p);
+/* Sets qp's negotiated view from the peer's frame (shared by roles). */
+void iw_cm_fill_event(struct iw_qp *qp, const struct mpa_frame *f,
+		      struct iw_cm_event *ev);
+
+/* iw_tx.c */
+int iw_tx_pump(struct iw_qp *qp);
+bool iw_tx_pending(const struct iw_qp *qp);
+int iw_tx_ctrl(struct iw_qp *qp, const uint8_t *p, size_t len);
+void iw_tx_terminate(struct iw_qp *qp, const struct iw_err *err,
+		     const struct iw_rx_seg *seg);
+
+/* iw_qprx.c */
+extern const struct iw_rx_ops iw_qprx_ops;
+int iw_rx_pump(struct iw_qp *qp);
+
+#define IW_DEFAULT_TIMEOUT_MS 10000
+
+#endif /* IWARP_IW_PRIV_H */

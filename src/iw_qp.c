@@ -1,0 +1,642 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Queue pairs: work queues, completions in posting order, the move to
+ * error (Terminate, flush: every work request completes exactly once),
+ * graceful and abortive close, and the progress entry point.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "iw_priv.h"
+
+static const char *const iw_qp_state_names[] = {
+	[IW_QPS_IDLE] = "idle",
+	[IW_QPS_CONNECTING] = "connecting",
+	[IW_QPS_RTS] = "rts",
+	[IW_QPS_CLOSING] = "closing",
+	[IW_QPS_CLOSED] = "closed",
+	[IW_QPS_ERROR] = "error",
+};
+
+const char *iw_qp_state_str(enum iw_qp_state s)
+{
+	if ((unsigned int)s >= sizeof(iw_qp_state_names) /
+				sizeof(iw_qp_state_names[0]))
+		return "invalid";
+	return iw_qp_state_names[s];
+}
+
+enum iw_qp_state iw_qp_state(const struct iw_qp *qp)
+{
+	switch (qp->cm) {
+	case CM_IDLE:
+		return IW_QPS_IDLE;
+	case CM_TCP_CONNECT:
+	case CM_WAIT_REP:
+	case CM_SEND_RTR:
+	case CM_WAIT_RTR:
+		return IW_QPS_CONNECTING;
+	case CM_RTS:
+		return IW_QPS_RTS;
+	case CM_CLOSING:
+		return IW_QPS_CLOSING;
+	case CM_CLOSED:
+		return IW_QPS_CLOSED;
+	default:
+		return IW_QPS_ERROR;
+	}
+}
+
+static int iw_rq_init(struct iw_rq *rq, uint32_t size)
+{
+	rq->size = size ? size : 256;
+	rq->q = calloc(rq->size, sizeof(*rq->q));
+	return rq->q ? 0 : -ENOMEM;
+}
+
+int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
+		 struct iw_qp **qpp)
+{
+	struct iw_qp *qp = calloc(1, sizeof(*qp));
+
+	if (!qp)
+		return -ENOMEM;
+	qp->pd = pd;
+	qp->attr = *attr;
+	qp->fd = -1;
+	qp->srq = attr->srq;
+	qp->sq_size = 1;
+	while (qp->sq_size < (attr->sq_size ? attr->sq_size : 256))
+		qp->sq_size <<= 1;
+	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
+	qp->sq_inline = malloc((size_t)qp->sq_size * IW_MAX_INLINE);
+	if (!qp->sq || !qp->sq_inline || (!qp->srq &&
+					  iw_rq_init(&qp->rq, attr->rq_size)))
+		goto err;
+	if (attr->peek_len) {
+		qp->rcv.peek = malloc(attr->peek_len);
+		if (!qp->rcv.peek)
+			goto err;
+	}
+	qp->sq_msn = qp->rreq_msn = qp->term_msn = 1;
+	qp->rx_msn[0] = qp->rx_msn[1] = qp->rx_msn[2] = 1;
+	if (qp->srq)
+		qp->srq->nqp++;
+	pd->nqp++;
+	*qpp = qp;
+	return 0;
+err:
+	free(qp->sq);
+	free(qp->sq_inline);
+	free(qp->rq.q);
+	free(qp);
+	return -ENOMEM;
+}
+
+/* Sizes the Read queues and starts both MPA streams. */
+int iw_qp_setup_full_op(struct iw_qp *qp)
+{
+	int mss = 0;
+	socklen_t sl = sizeof(mss);
+
+	qp->orq_cap = qp->ord ? qp->ord : 1;	/* one for a Read RTR */
+	qp->irq_cap = qp->ird ? qp->ird : 1;
+	qp->orq = calloc(qp->orq_cap, sizeof(*qp->orq));
+	qp->irq = calloc(qp->irq_cap, sizeof(*qp->irq));
+	if (!qp->orq || !qp->irq)
+		return -ENOMEM;
+	if (qp->markers_tx) {
+		qp->tx_bounce = malloc(mpa_marked_len(
+			mpa_fpdu_len(MPA_MAX_ULPDU), 0) + MPA_MARKER_LEN);
+		qp->tx_ulpdu = malloc(MPA_MAX_ULPDU);
+		if (!qp->tx_bounce || !qp->tx_ulpdu)
+			return -ENOMEM;
+	}
+	if (getsockopt(qp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) || mss <= 0)
+		mss = 1460;
+	qp->mulpdu = qp->attr.mulpdu ? qp->attr.mulpdu :
+				       mpa_mulpdu((uint32_t)mss,
+						  qp->markers_tx);
+	if (qp->mulpdu > MPA_MAX_ULPDU)
+		qp->mulpdu = MPA_MAX_ULPDU;
+	if (qp->mulpdu < DDP_UNTAGGED_HDR + RDMAP_RREQ_LEN)
+		qp->mulpdu = DDP_UNTAGGED_HDR + RDMAP_RREQ_LEN;
+	iw_rx_init(&qp->rx, qp->crc, qp->markers_rx, &iw_qprx_ops, qp);
+	qp->tx_mpos = 0;
+	return 0;
+}
+
+void iw_qp_event(struct iw_qp *qp, struct iw_cm_event *ev)
+{
+	if (qp->attr.ops && qp->attr.ops->cm_event)
+		qp->attr.ops->cm_event(qp->attr.arg, qp, ev);
+}
+
+void iw_qp_established(struct iw_qp *qp)
+{
+	struct iw_cm_event ev = qp->est;
+
+	qp->cm = CM_RTS;
+	qp->deadline = 0;
+	ev.type = IW_CM_ESTABLISHED;
+	ev.ird = qp->ird;
+	ev.ord = qp->ord;
+	ev.rtr_used = qp->rtr_used;
+	ev.crc = qp->crc;
+	ev.markers_rx = qp->markers_rx;
+	ev.markers_tx = qp->markers_tx;
+	ev.mulpdu = qp->mulpdu;
+	iw_qp_event(qp, &ev);
+}
+
+void iw_qp_final_event(struct iw_qp *qp, enum iw_cm_event_type type,
+		       int status)
+{
+	struct iw_cm_event ev = { .type = type, .status = status };
+
+	if (qp->ev_final)
+		return;
+	qp->ev_final = true;
+	iw_qp_event(qp, &ev);
+}
+
+void iw_qp_complete(struct iw_qp *qp, const struct iw_wc *wc)
+{
+	if (qp->attr.ops && qp->attr.ops->complete)
+		qp->attr.ops->complete(qp->attr.arg, qp, wc);
+}
+
+static enum iw_wc_opcode iw_wc_op(enum iw_wr_opcode op)
+{
+	switch (op) {
+	case IW_WR_WRITE:
+		return IW_WC_WRITE;
+	case IW_WR_READ:
+		return IW_WC_READ;
+	default:
+		return IW_WC_SEND;
+	}
+}
+
+/* Reports finished send-queue entries from the head, in posting order. */
+void iw_qp_sq_complete_ready(struct iw_qp *qp)
+{
+	while (qp->sq_head != qp->sq_tail) {
+		struct iw_swqe *w = &qp->sq[qp->sq_head & (qp->sq_size - 1)];
+		struct iw_wc wc;
+
+		if (!w->done)
+			break;
+		qp->sq_head++;
+		if (w->status == IW_WC_SUCCESS && !(w->flags & IW_WR_SIGNALED))
+			continue;
+		memset(&wc, 0, sizeof(wc));
+		wc.ctx = w->ctx;
+		wc.op = iw_wc_op(w->op);
+		wc.status = w->status;
+		wc.err = w->err;
+		wc.byte_len = w->len;
+		iw_qp_complete(qp, &wc);
+	}
+}
+
+static void iw_flush_rwqe(struct iw_qp *qp, void *ctx,
+			  enum iw_wc_status st, const struct iw_err *err)
+{
+	struct iw_wc wc = { .ctx = ctx, .op = IW_WC_RECV, .status = st };
+
+	if (err)
+		wc.err = *err;
+	iw_qp_complete(qp, &wc);
+}
+
+/*
+ * Completes everything still posted. The message that was being received
+ * or sent when the stream failed gets `st`; the rest IW_WC_FLUSHED.
+ */
+static void iw_qp_flush(struct iw_qp *qp, enum iw_wc_status st)
+{
+	const struct iw_err *err = &qp->fatal;
+	uint32_t i;
+
+	if (qp->flushed)
+		return;
+	qp->flushed = true;
+	/* send queue: everything not done, in order */
+	for (i = qp->sq_head; i != qp->sq_tail; i++) {
+		struct iw_swqe *w = &qp->sq[i & (qp->sq_size - 1)];
+
+		if (w->done)
+			continue;
+		w->done = true;
+		/* what was on the wire when the stream failed gets st */
+		w->status = i == qp->sq_head && i != qp->sq_tx ?
+				    st : IW_WC_FLUSHED;
+		w->err = *err;
+		w->flags |= IW_WR_SIGNALED;
+	}
+	iw_qp_sq_complete_ready(qp);
+	qp->sq_tx = qp->sq_head;
+	qp->tx_sq_busy = false;
+	qp->tx_irq_busy = false;
+	qp->orq_count = 0;
+	qp->irq_count = 0;
+	/* the Send being received, then the receive queue */
+	if (qp->rcv.active && (qp->rcv.placed || !qp->rcv.peek_mode))
+		iw_flush_rwqe(qp, qp->rcv.ctx, st, err);
+	qp->rcv.active = false;
+	while (!qp->srq && qp->rq.count) {
+		struct iw_rwqe *w = &qp->rq.q[qp->rq.head];
+
+		qp->rq.head = (qp->rq.head + 1) % qp->rq.size;
+		qp->rq.count--;
+		iw_flush_rwqe(qp, w->ctx, IW_WC_FLUSHED, err);
+	}
+}
+
+void iw_qp_close_socket(struct iw_qp *qp, bool reset)
+{
+	if (qp->fd < 0)
+		return;
+	if (reset) {
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+		setsockopt(qp->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	close(qp->fd);
+	qp->fd = -1;
+}
+
+void iw_qp_fatal(struct iw_qp *qp, const struct iw_err *err,
+		 const struct iw_rx_seg *seg, bool send_term)
+{
+	struct iw_cm_event ev = {
+		.type = IW_CM_ERROR,
+		.status = -ECONNABORTED,
+		.remote = false,
+	};
+
+	if (qp->flushed && qp->cm == CM_ERROR)
+		return;
+	qp->fatal = *err;
+	qp->cm = CM_ERROR;
+	qp->deadline = iw_now_ms() + 2000;	/* to push the Terminate out */
+	if (send_term && qp->fd >= 0)
+		iw_tx_terminate(qp, err, seg);
+	else
+		iw_qp_close_socket(qp, true);
+	iw_qp_flush(qp, send_term ? IW_WC_FATAL : IW_WC_FLUSHED);
+	ev.err = *err;
+	if (!qp->ev_final) {
+		qp->ev_final = true;
+		iw_log(qp->pd->dev, 0, "stream terminated: %u/%u/%u %s (%s)",
+		       err->layer, err->etype, err->ecode,
+		       iw_err_str(err->layer, err->etype, err->ecode),
+		       err->why ? err->why : "-");
+		iw_qp_event(qp, &ev);
+	}
+}
+
+/* The peer's Terminate: no Terminate back, report its triple. */
+void iw_qp_remote_fatal(struct iw_qp *qp, const struct rdmap_term *t,
+			const uint8_t *raw, size_t len)
+{
+	struct iw_cm_event ev = {
+		.type = IW_CM_ERROR,
+		.status = -ECONNRESET,
+		.remote = true,
+	};
+
+	iw_fail(&qp->fatal, t->layer, t->etype, t->ecode,
+		"Terminate from the peer");
+	qp->cm = CM_ERROR;
+	iw_qp_close_socket(qp, true);
+	iw_qp_flush(qp, IW_WC_REM_ERROR);
+	ev.err = qp->fatal;
+	if (len > sizeof(qp->term_copy))
+		len = sizeof(qp->term_copy);
+	memcpy(qp->term_copy, raw, len);
+	ev.term_raw = qp->term_copy;
+	ev.term_raw_len = len;
+	if (!qp->ev_final) {
+		qp->ev_final = true;
+		iw_log(qp->pd->dev, 0, "peer terminated: %u/%u/%u %s",
+		       t->layer, t->etype, t->ecode,
+		       iw_err_str(t->layer, t->etype, t->ecode));
+		iw_qp_event(qp, &ev);
+	}
+}
+
+int iw_qp_destroy(struct iw_qp *qp)
+{
+	if (qp->cm != CM_ERROR && qp->cm != CM_CLOSED && qp->cm != CM_IDLE) {
+		struct iw_err err;
+
+		iw_fail(&err, IW_LAYER_RDMAP, RDMAP_ETYPE_CATASTROPHIC, 0,
+			"QP destroyed");
+		qp->ev_final = true;	/* no events from a dying QP */
+		iw_qp_fatal(qp, &err, NULL, true);
+		iw_tx_pump(qp);
+	}
+	qp->ev_final = true;
+	iw_qp_flush(qp, IW_WC_FLUSHED);
+	iw_qp_close_socket(qp, true);
+	if (qp->srq)
+		qp->srq->nqp--;
+	qp->pd->nqp--;
+	free(qp->sq);
+	free(qp->sq_inline);
+	free(qp->rq.q);
+	free(qp->orq);
+	free(qp->irq);
+	free(qp->tx_bounce);
+	free(qp->tx_ulpdu);
+	free(qp->rcv.peek);
+	free(qp);
+	return 0;
+}
+
+/* ---- posting */
+
+static int iw_sgl_len(const struct iw_sge *sgl, int n, uint32_t *len)
+{
+	uint64_t sum = 0;
+	int i;
+
+	if (n < 0 || n > IW_MAX_SGE || (n && !sgl))
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		sum += sgl[i].len;
+	if (sum > UINT32_MAX)
+		return -EINVAL;
+	*len = (uint32_t)sum;
+	return 0;
+}
+
+static bool iw_qp_can_post(const struct iw_qp *qp)
+{
+	return qp->cm != CM_IDLE && qp->cm != CM_CLOSING &&
+	       qp->cm != CM_CLOSED && qp->cm != CM_ERROR;
+}
+
+int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr)
+{
+	uint32_t idx, len;
+	struct iw_swqe *w;
+	int ret;
+
+	ret = iw_sgl_len(wr->sgl, wr->num_sge, &len);
+	if (ret || wr->op > IW_WR_READ)
+		return -EINVAL;
+	if ((wr->flags & IW_WR_INLINE) &&
+	    (len > IW_MAX_INLINE || wr->op == IW_WR_READ))
+		return -EINVAL;
+	if (!iw_qp_can_post(qp))
+		return -ENOTCONN;
+	if (qp->sq_tail - qp->sq_head == qp->sq_size)
+		return -EAGAIN;
+	idx = qp->sq_tail & (qp->sq_size - 1);
+	w = &qp->sq[idx];
+	memset(w, 0, sizeof(*w));
+	w->ctx = wr->ctx;
+	w->op = wr->op;
+	w->flags = wr->flags;
+	w->len = len;
+	w->inv_stag = wr->inv_stag;
+	w->rstag = wr->rstag;
+	w->rto = wr->rto;
+	if (wr->flags & IW_WR_INLINE) {
+		uint8_t *buf = qp->sq_inline + (size_t)idx * IW_MAX_INLINE;
+		uint32_t off = 0;
+		int i;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			memcpy(buf + off, wr->sgl[i].addr, wr->sgl[i].len);
+			off += wr->sgl[i].len;
+		}
+		w->sge[0].addr = buf;
+		w->sge[0].len = len;
+		w->nsge = len ? 1 : 0;
+	} else {
+		memcpy(w->sge, wr->sgl, (size_t)wr->num_sge * sizeof(*w->sge));
+		w->nsge = wr->num_sge;
+	}
+	qp->sq_tail++;
+	if (qp->cm == CM_RTS)
+		iw_tx_pump(qp);
+	return 0;
+}
+
+static int iw_rq_post(struct iw_rq *rq, const struct iw_recv_wr *wr)
+{
+	struct iw_rwqe *w;
+	uint32_t len;
+
+	if (iw_sgl_len(wr->sgl, wr->num_sge, &len))
+		return -EINVAL;
+	if (rq->count == rq->size)
+		return -EAGAIN;
+	w = &rq->q[(rq->head + rq->count) % rq->size];
+	w->ctx = wr->ctx;
+	memcpy(w->sge, wr->sgl, (size_t)wr->num_sge * sizeof(*w->sge));
+	w->nsge = wr->num_sge;
+	w->len = len;
+	rq->count++;
+	return 0;
+}
+
+int iw_qp_post_recv(struct iw_qp *qp, const struct iw_recv_wr *wr)
+{
+	if (qp->srq || qp->attr.peek_len)
+		return -EINVAL;
+	if (qp->cm == CM_ERROR || qp->cm == CM_CLOSED)
+		return -ENOTCONN;
+	return iw_rq_post(&qp->rq, wr);
+}
+
+int iw_srq_create(struct iw_pd *pd, uint32_t size, struct iw_srq **srqp)
+{
+	struct iw_srq *srq = calloc(1, sizeof(*srq));
+
+	if (!srq)
+		return -ENOMEM;
+	if (iw_rq_init(&srq->rq, size)) {
+		free(srq);
+		return -ENOMEM;
+	}
+	srq->pd = pd;
+	*srqp = srq;
+	return 0;
+}
+
+int iw_srq_destroy(struct iw_srq *srq)
+{
+	if (srq->nqp)
+		return -EBUSY;
+	free(srq->rq.q);
+	free(srq);
+	return 0;
+}
+
+int iw_srq_post_recv(struct iw_srq *srq, const struct iw_recv_wr *wr)
+{
+	return iw_rq_post(&srq->rq, wr);
+}
+
+/* ---- close */
+
+int iw_qp_disconnect(struct iw_qp *qp)
+{
+	switch (qp->cm) {
+	case CM_RTS:
+		qp->cm = CM_CLOSING;
+		qp->deadline = iw_now_ms() + qp->param.timeout_ms;
+		iw_tx_pump(qp);
+		return 0;
+	case CM_CLOSING:
+	case CM_CLOSED:
+	case CM_ERROR:
+		return 0;
+	case CM_IDLE:
+		return -ENOTCONN;
+	default:
+		/* still setting up: there is nothing to drain */
+		return iw_qp_abort(qp);
+	}
+}
+
+int iw_qp_abort(struct iw_qp *qp)
+{
+	struct iw_err err;
+
+	if (qp->cm == CM_IDLE || qp->cm == CM_CLOSED || qp->cm == CM_ERROR)
+		return 0;
+	iw_fail(&err, IW_LAYER_RDMAP, RDMAP_ETYPE_CATASTROPHIC, 0,
+		"abortive close");
+	iw_qp_fatal(qp, &err, NULL,
+		    qp->cm == CM_RTS || qp->cm == CM_CLOSING ||
+		    qp->cm == CM_SEND_RTR || qp->cm == CM_WAIT_RTR);
+	iw_tx_pump(qp);
+	return 0;
+}
+
+/* Graceful close ends when our side drained and the peer's FIN came. */
+static void iw_qp_closing_progress(struct iw_qp *qp)
+{
+	if (qp->cm != CM_CLOSING)
+		return;
+	if (!qp->fin_sent && !iw_tx_pending(qp) && !qp->orq_count &&
+	    !qp->irq_count && qp->sq_head == qp->sq_tail) {
+		shutdown(qp->fd, SHUT_WR);
+		qp->fin_sent = true;
+	}
+	if (qp->fin_sent && qp->rx_eof) {
+		iw_qp_close_socket(qp, false);
+		qp->cm = CM_CLOSED;
+		qp->deadline = 0;
+		qp->ev_final = false;
+		iw_qp_flush(qp, IW_WC_FLUSHED);
+		iw_qp_final_event(qp, IW_CM_DISCONNECTED, 0);
+	} else if (qp->deadline && iw_now_ms() >= qp->deadline) {
+		iw_qp_close_socket(qp, true);
+		qp->cm = CM_CLOSED;
+		qp->deadline = 0;
+		iw_qp_flush(qp, IW_WC_FLUSHED);
+		iw_qp_final_event(qp, IW_CM_DISCONNECTED, -ETIMEDOUT);
+	}
+}
+
+/* ---- progress */
+
+int iw_qp_fd(const struct iw_qp *qp)
+{
+	return qp->fd;
+}
+
+short iw_qp_poll_events(const struct iw_qp *qp)
+{
+	short ev = 0;
+
+	if (qp->fd < 0)
+		return 0;
+	if (qp->cm == CM_TCP_CONNECT)
+		return POLLOUT;
+	if (!qp->rx_eof)
+		ev |= POLLIN;
+	if (iw_tx_pending(qp))
+		ev |= POLLOUT;
+	return ev;
+}
+
+uint64_t iw_qp_deadline(const struct iw_qp *qp)
+{
+	return qp->deadline;
+}
+
+int iw_qp_progress(struct iw_qp *qp)
+{
+	int ret;
+
+	switch (qp->cm) {
+	case CM_IDLE:
+		return 0;
+	case CM_CLOSED:
+		return -ENOTCONN;
+	case CM_ERROR:
+		/* push the Terminate out, then reset */
+		if (qp->fd >= 0) {
+			iw_tx_pump(qp);
+			if (!iw_tx_pending(qp) ||
+			    iw_now_ms() >= qp->deadline) {
+				iw_qp_close_socket(qp, true);
+				qp->deadline = 0;
+			}
+		}
+		return qp->fd >= 0 ? 0 : -ECONNABORTED;
+	default:
+		break;
+	}
+	ret = iw_cm_progress(qp);
+	if (ret < 0 || qp->fd < 0 || qp->cm == CM_ERROR)
+		return qp->cm == CM_ERROR || qp->cm == CM_CLOSED ? -EPIPE : 0;
+	if (qp->cm == CM_TCP_CONNECT || qp->cm == CM_WAIT_REP) {
+		iw_tx_pump(qp);
+		return 0;
+	}
+	iw_tx_pump(qp);
+	if (qp->cm == CM_ERROR)
+		return 0;
+	iw_rx_pump(qp);
+	if (qp->cm != CM_ERROR && qp->cm != CM_CLOSED)
+		iw_tx_pump(qp);
+	iw_qp_closing_progress(qp);
+	return 0;
+}
+
+static int iw_qp_sockname(int fd, bool peer, struct sockaddr *sa,
+			  socklen_t *len)
+{
+	int ret;
+
+	if (fd < 0)
+		return -ENOTCONN;
+	ret = peer ? getpeername(fd, sa, len) : getsockname(fd, sa, len);
+	return ret ? -errno : 0;
+}
+
+int iw_qp_getname(const struct iw_qp *qp, struct sockaddr *sa,
+		  socklen_t *len)
+{
+	return iw_qp_sockname(qp->fd, false, sa, len);
+}
+
+int iw_qp_getpeer(const struct iw_qp *qp, struct sockaddr *sa,
+		  socklen_t *len)
+{
+	return iw_qp_sockname(qp->fd, true, sa, len);
+}

@@ -1,0 +1,583 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Receive placement: every inbound segment is checked (STag, protection
+ * domain, access, bounds, MSN, MO, IRD) before a byte of it is placed,
+ * and its payload goes straight to its destination: the registered region
+ * (RDMA Write), the Read's sink buffers (Read Response), the posted
+ * receive or the buffer chosen by ops->place (Send). Errors carry the
+ * triples Linux siw uses (RFC 5040 §7, RFC 5041 §7).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "iw_priv.h"
+
+#define RXBUF_LEN 16384
+#define RX_DIRECT_MIN 2048	/* payload reads this big skip staging */
+
+static int iw_fail_t(struct iw_err *err, uint8_t ecode, const char *why)
+{
+	return iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_TAGGED, ecode, why);
+}
+
+static int iw_fail_u(struct iw_err *err, uint8_t ecode, const char *why)
+{
+	return iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED, ecode, why);
+}
+
+/* Points dst at offset `off` of a gather list; false past its end. */
+static bool iw_sge_at(const struct iw_sge *sge, int nsge, uint64_t off,
+		      struct iw_rx_dst *dst)
+{
+	int i;
+
+	for (i = 0; i < nsge; i++) {
+		if (off < sge[i].len) {
+			dst->buf = (uint8_t *)sge[i].addr + off;
+			dst->len = sge[i].len - off;
+			return true;
+		}
+		off -= sge[i].len;
+	}
+	return false;
+}
+
+/* ---- RDMA Write: RFC 5041 §7.2 tagged buffer checks */
+
+static int iw_rx_write(struct iw_qp *qp, const struct iw_rx_seg *seg,
+		       struct iw_rx_dst *dst, struct iw_err *err)
+{
+	const struct ddp_hdr *h = &seg->hdr;
+	uint64_t len = seg->payload_len;
+	struct iw_mr *mr;
+
+	if (qp->tag.active && (qp->tag.op != RDMAP_WRITE ||
+			       qp->tag.stag != h->stag))
+		return iw_fail_t(err, DDP_ECODE_T_INVALID_STAG,
+				 "tagged messages intersect");
+	if (qp->tag.active && qp->tag.next_to != h->to)
+		return iw_fail_t(err, DDP_ECODE_T_BASE_BOUNDS,
+				 "Write segment out of sequence");
+	if (!len)
+		return 0;	/* zero-length Writes place nothing */
+	mr = iw_stag_lookup(qp->pd->dev, h->stag);
+	if (!mr)
+		return iw_fail_t(err, DDP_ECODE_T_INVALID_STAG,
+				 "Write to an invalid STag");
+	if (mr->pd != qp->pd)
+		return iw_fail_t(err, DDP_ECODE_T_STAG_NOT_ASSOC,
+				 "Write STag of another protection domain");
+	/* RFC 5041 has no access code; siw reports an invalid STag too */
+	if (!(mr->access & IW_ACC_REMOTE_WRITE))
+		return iw_fail_t(err, DDP_ECODE_T_INVALID_STAG,
+				 "Write to a region without remote write");
+	if (h->to + len < h->to)
+		return iw_fail_t(err, DDP_ECODE_T_TO_WRAP, "Write TO wraps");
+	if (h->to < mr->base_to || h->to + len > mr->base_to + mr->len)
+		return iw_fail_t(err, DDP_ECODE_T_BASE_BOUNDS,
+				 "Write outside the region");
+	dst->buf = mr->addr + (h->to - mr->base_to);
+	dst->len = len;
+	return 0;
+}
+
+/* ---- Read Response: must match the oldest outstanding Read */
+
+static struct iw_swqe *iw_orq_wqe(struct iw_qp *qp, const struct iw_orqe *o)
+{
+	return o->sq_idx < 0 ? NULL : &qp->sq[o->sq_idx];
+}
+
+static int iw_rx_rresp_dst(struct iw_qp *qp, uint64_t off,
+			   struct iw_rx_dst *dst, struct iw_err *err)
+{
+	struct iw_orqe *o = &qp->orq[qp->orq_head];
+	struct iw_swqe *w = iw_orq_wqe(qp, o);
+
+	if (!w || !iw_sge_at(w->sge, w->nsge, off, dst))
+		return iw_fail_t(err, DDP_ECODE_T_BASE_BOUNDS,
+				 "Read Response longer than the Read");
+	return 0;
+}
+
+static int iw_rx_rresp(struct iw_qp *qp, const struct iw_rx_seg *seg,
+		       struct iw_rx_dst *dst, struct iw_err *err)
+{
+	const struct ddp_hdr *h = &seg->hdr;
+	struct iw_orqe *o;
+
+	if (!qp->orq_count)
+		return iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_CATASTROPHIC, 0,
+			       "Read Response without a Read");
+	if (qp->tag.active && qp->tag.op != RDMAP_READ_RESP)
+		return iw_fail_t(err, DDP_ECODE_T_INVALID_STAG,
+				 "tagged messages intersect");
+	o = &qp->orq[qp->orq_head];
+	if (h->stag != o->sink_stag)
+		return iw_fail_t(err, DDP_ECODE_T_INVALID_STAG,
+				 "Read Response to the wrong sink STag");
+	if (h->to != o->sink_to + o->got)
+		return iw_fail_t(err, DDP_ECODE_T_BASE_BOUNDS,
+				 "Read Response at the wrong offset");
+	if ((uint64_t)o->got + seg->payload_len > o->len)
+		return iw_fail_t(err, DDP_ECODE_T_BASE_BOUNDS,
+				 "Read Response longer than the Read");
+	if (!seg->payload_len)
+		return 0;
+	return iw_rx_rresp_dst(qp, o->got, dst, err);
+}
+
+static int iw_rx_rresp_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
+			    struct iw_err *err)
+{
+	struct iw_orqe *o = &qp->orq[qp->orq_head];
+	struct iw_swqe *w;
+
+	o->got += seg->payload_len;
+	qp->tag.active = !seg->hdr.last;
+	qp->tag.op = RDMAP_READ_RESP;
+	if (!seg->hdr.last)
+		return 0;
+	if (o->got != o->len)
+		return iw_fail_t(err, DDP_ECODE_T_BASE_BOUNDS,
+				 "Read Response shorter than the Read");
+	w = iw_orq_wqe(qp, o);
+	qp->orq_head = (qp->orq_head + 1) % qp->orq_cap;
+	qp->orq_count--;
+	if (w) {
+		w->done = true;
+		w->status = IW_WC_SUCCESS;
+		iw_qp_sq_complete_ready(qp);
+	}
+	return 0;
+}
+
+/* ---- Sends: RFC 5041 §5.3 untagged buffers, MSN and MO rules */
+
+static void iw_rcv_take(struct iw_qp *qp, struct iw_rq *rq)
+{
+	qp->rcv.w = rq->q[rq->head];
+	qp->rcv.ctx = qp->rcv.w.ctx;
+	rq->head = (rq->head + 1) % rq->size;
+	rq->count--;
+}
+
+/* Destination for message offset `off`; peek octets come first. */
+static int iw_rcv_dst(struct iw_qp *qp, uint64_t off, struct iw_rx_dst *dst,
+		      struct iw_err *err);
+
+static int iw_rcv_place(struct iw_qp *qp, struct iw_err *err)
+{
+	const struct iw_rx_seg *seg = &qp->rx.seg;
+	struct iw_place p = {
+		.msn = qp->rcv.msn,
+		.peek = qp->rcv.peek,
+		.peek_len = qp->rcv.peek_got,
+		.seg_len = seg->payload_len,
+		.last = seg->hdr.last,
+		.inv_stag = qp->rcv.inv_stag,
+	};
+	void *ctx = NULL;
+	int n;
+
+	if (qp->rcv.op == RDMAP_SEND_SE || qp->rcv.op == RDMAP_SEND_SE_INV)
+		p.flags |= IW_WC_F_SE;
+	if (qp->rcv.op == RDMAP_SEND_INV || qp->rcv.op == RDMAP_SEND_SE_INV)
+		p.flags |= IW_WC_F_INV;
+	n = qp->attr.ops->place(qp->attr.arg, qp, &p, qp->rcv.w.sge, &ctx);
+	if (n < 0 || n > IW_MAX_SGE)
+		return iw_fail_u(err, DDP_ECODE_UT_NO_BUFFER,
+				 "no buffer for the Send");
+	qp->rcv.w.nsge = n;
+	qp->rcv.w.len = 0;
+	while (n--)
+		qp->rcv.w.len += qp->rcv.w.sge[n].len;
+	qp->rcv.ctx = ctx;
+	qp->rcv.placed = true;
+	return 0;
+}
+
+static int iw_rcv_dst(struct iw_qp *qp, uint64_t off, struct iw_rx_dst *dst,
+		      struct iw_err *err)
+{
+	uint32_t peek = qp->attr.peek_len;
+
+	if (qp->rcv.peek_mode && !qp->rcv.placed) {
+		if (off < peek) {
+			dst->buf = qp->rcv.peek + off;
+			dst->len = peek - off;
+			return 0;
+		}
+		qp->rcv.peek_got = peek;
+		if (iw_rcv_place(qp, err))
+			return -EPROTO;
+	}
+	if (qp->rcv.peek_mode)
+		off -= qp->rcv.peek_got;
+	if (qp->rcv.peek_mode && !qp->rcv.w.nsge) {
+		dst->buf = NULL;	/* the ULP discards the rest */
+		dst->len = 0;
+		return 0;
+	}
+	if (!iw_sge_at(qp->rcv.w.sge, qp->rcv.w.nsge, off, dst))
+		return iw_fail_u(err, DDP_ECODE_UT_TOO_LONG,
+				 "Send longer than the receive buffer");
+	return 0;
+}
+
+static int iw_rx_send_new(struct iw_qp *qp, const struct iw_rx_seg *seg,
+			  struct iw_err *err)
+{
+	const struct ddp_hdr *h = &seg->hdr;
+	struct iw_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
+
+	if (h->msn != qp->rx_msn[DDP_QN_SEND])
+		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
+				 "Send MSN out of range");
+	if (h->mo != 0)
+		return iw_fail_u(err, DDP_ECODE_UT_INVALID_MO,
+				 "first Send segment with MO != 0");
+	memset(&qp->rcv.w, 0, sizeof(qp->rcv.w));
+	qp->rcv.peek_mode = qp->attr.peek_len > 0;
+	qp->rcv.placed = false;
+	qp->rcv.peek_got = 0;
+	if (!qp->rcv.peek_mode) {
+		if (!rq->count)
+			return iw_fail_u(err, DDP_ECODE_UT_NO_BUFFER,
+					 "Send without a posted receive");
+		iw_rcv_take(qp, rq);
+	}
+	qp->rcv.active = true;
+	qp->rcv.msn = h->msn;
+	qp->rcv.got = 0;
+	qp->rcv.op = h->opcode;
+	qp->rcv.inv_stag = h->inv_stag;
+	return 0;
+}
+
+static int iw_rx_send(struct iw_qp *qp, const struct iw_rx_seg *seg,
+		      struct iw_rx_dst *dst, struct iw_err *err)
+{
+	const struct ddp_hdr *h = &seg->hdr;
+
+	if (!qp->rcv.active) {
+		if (iw_rx_send_new(qp, seg, err))
+			return -EPROTO;
+	} else if (h->msn != qp->rcv.msn) {
+		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
+				 "Send segment of another message");
+	} else if (h->mo != qp->rcv.got) {
+		return iw_fail_u(err, DDP_ECODE_UT_INVALID_MO,
+				 "Send segment at the wrong MO");
+	} else if (h->opcode != qp->rcv.op) {
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_OPCODE,
+			       "opcode changes within a message");
+	}
+	if (!seg->payload_len)
+		return 0;
+	if (!qp->rcv.peek_mode &&
+	    (uint64_t)qp->rcv.got + seg->payload_len > qp->rcv.w.len)
+		return iw_fail_u(err, DDP_ECODE_UT_TOO_LONG,
+				 "Send longer than the receive buffer");
+	return iw_rcv_dst(qp, qp->rcv.got, dst, err);
+}
+
+/* RFC 5040 §5.1: a Send with Invalidate disables the named STag. */
+static int iw_rx_invalidate(struct iw_qp *qp, uint32_t stag,
+			    struct iw_err *err)
+{
+	struct iw_mr *mr = iw_stag_lookup(qp->pd->dev, stag);
+
+	if (!mr || mr->pd != qp->pd ||
+	    !(mr->access & IW_ACC_REMOTE_INVALIDATE))
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
+			       RDMAP_ECODE_CANNOT_INVALIDATE,
+			       "STag cannot be invalidated");
+	mr->valid = false;
+	return 0;
+}
+
+static int iw_rx_send_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
+			   struct iw_err *err)
+{
+	struct iw_wc wc = { .op = IW_WC_RECV };
+	uint8_t op = qp->rcv.op;
+
+	qp->rcv.got += seg->payload_len;
+	if (qp->rcv.peek_mode && !qp->rcv.placed) {
+		qp->rcv.peek_got = qp->rcv.got;
+		if (seg->hdr.last && iw_rcv_place(qp, err))
+			return -EPROTO;
+	}
+	if (!seg->hdr.last)
+		return 0;
+	if (op == RDMAP_SEND_INV || op == RDMAP_SEND_SE_INV) {
+		if (iw_rx_invalidate(qp, qp->rcv.inv_stag, err))
+			return -EPROTO;
+		wc.flags |= IW_WC_F_INV;
+		wc.inv_stag = qp->rcv.inv_stag;
+	}
+	if (op == RDMAP_SEND_SE || op == RDMAP_SEND_SE_INV)
+		wc.flags |= IW_WC_F_SE;
+	wc.ctx = qp->rcv.ctx;
+	wc.byte_len = qp->rcv.got;
+	qp->rcv.active = false;
+	qp->rx_msn[DDP_QN_SEND]++;
+	iw_qp_complete(qp, &wc);
+	return 0;
+}
+
+/* ---- Read Requests: RFC 5040 §4.4, checked once delivered (§5.5 #12) */
+
+static int iw_rx_rreq_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
+			   struct iw_err *err)
+{
+	const struct rdmap_rreq *rr = &seg->rreq;
+	struct iw_irqe *e;
+	struct iw_mr *mr = NULL;
+
+	if (seg->hdr.msn != qp->rx_msn[DDP_QN_RREQ])
+		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
+				 "Read Request MSN out of range");
+	if (qp->irq_count >= qp->ird || qp->irq_count >= qp->irq_cap)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_CATASTROPHIC_STREAM,
+			       "more Read Requests than IRD");
+	if (rr->size) {
+		mr = iw_stag_lookup(qp->pd->dev, rr->src_stag);
+		if (!mr)
+			return iw_fail(err, IW_LAYER_RDMAP,
+				       RDMAP_ETYPE_REMOTE_PROT,
+				       RDMAP_ECODE_INVALID_STAG,
+				       "Read from an invalid STag");
+		if (mr->pd != qp->pd)
+			return iw_fail(err, IW_LAYER_RDMAP,
+				       RDMAP_ETYPE_REMOTE_PROT,
+				       RDMAP_ECODE_STAG_NOT_ASSOC,
+				       "Read STag of another protection domain");
+		if (!(mr->access & IW_ACC_REMOTE_READ))
+			return iw_fail(err, IW_LAYER_RDMAP,
+				       RDMAP_ETYPE_REMOTE_PROT,
+				       RDMAP_ECODE_ACCESS,
+				       "Read from a region without remote read");
+		if (rr->src_to + rr->size < rr->src_to)
+			return iw_fail(err, IW_LAYER_RDMAP,
+				       RDMAP_ETYPE_REMOTE_PROT,
+				       RDMAP_ECODE_TO_WRAP, "Read TO wraps");
+		if (rr->src_to < mr->base_to ||
+		    rr->src_to + rr->size > mr->base_to + mr->len)
+			return iw_fail(err, IW_LAYER_RDMAP,
+				       RDMAP_ETYPE_REMOTE_PROT,
+				       RDMAP_ECODE_BASE_BOUNDS,
+				       "Read outside the region");
+	}
+	e = &qp->irq[(qp->irq_head + qp->irq_count) % qp->irq_cap];
+	e->rr = *rr;
+	e->sent = 0;
+	qp->irq_count++;
+	qp->rx_msn[DDP_QN_RREQ]++;
+	return 0;
+}
+
+/* ---- the RTR (RFC 6581 §9.2): first FPDU at a waiting responder */
+
+static int iw_rx_rtr(struct iw_qp *qp, const struct iw_rx_seg *seg,
+		     struct iw_err *err)
+{
+	const struct ddp_hdr *h = &seg->hdr;
+	bool zero = !seg->payload_len && h->last;
+	uint8_t type = 0;
+
+	if (!qp->p2p)
+		return 0;	/* client-server: any FPDU unblocks us */
+	if (h->opcode == RDMAP_WRITE && zero)
+		type = IW_RTR_WRITE;
+	else if (h->opcode == RDMAP_READ_REQ && seg->rreq.size == 0)
+		type = IW_RTR_READ;
+	else if (h->opcode == RDMAP_SEND && zero &&
+		 h->msn == qp->rx_msn[DDP_QN_SEND])
+		type = IW_RTR_SEND;
+	if (!(type & qp->rtr_set))
+		return iw_fail(err, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_NO_RTR,
+			       type ? "RTR of a type we did not accept" :
+				      "first FPDU is not an RTR");
+	qp->rtr_used = type;
+	return 0;
+}
+
+static int iw_qprx_start(void *arg, const struct iw_rx_seg *seg,
+			 struct iw_rx_dst *dst, struct iw_err *err)
+{
+	struct iw_qp *qp = arg;
+
+	if (qp->cm == CM_WAIT_RTR) {
+		if (iw_rx_rtr(qp, seg, err))
+			return -EPROTO;
+		if (!qp->p2p)
+			iw_qp_established(qp);
+		else if (qp->rtr_used == IW_RTR_SEND)
+			return 0;	/* consumed without a receive */
+	}
+	switch (seg->hdr.opcode) {
+	case RDMAP_WRITE:
+		return iw_rx_write(qp, seg, dst, err);
+	case RDMAP_READ_RESP:
+		return iw_rx_rresp(qp, seg, dst, err);
+	case RDMAP_SEND:
+	case RDMAP_SEND_INV:
+	case RDMAP_SEND_SE:
+	case RDMAP_SEND_SE_INV:
+		return iw_rx_send(qp, seg, dst, err);
+	default:
+		return 0;	/* Read Request, Terminate: headers only */
+	}
+}
+
+static int iw_qprx_more(void *arg, const struct iw_rx_seg *seg, uint32_t off,
+			struct iw_rx_dst *dst, struct iw_err *err)
+{
+	struct iw_qp *qp = arg;
+
+	switch (seg->hdr.opcode) {
+	case RDMAP_READ_RESP:
+		return iw_rx_rresp_dst(qp, (uint64_t)qp->orq[qp->orq_head].got +
+					       off, dst, err);
+	case RDMAP_WRITE:
+		return iw_fail_t(err, DDP_ECODE_T_BASE_BOUNDS,
+				 "Write outside the region");
+	default:
+		return iw_rcv_dst(qp, (uint64_t)qp->rcv.got + off, dst, err);
+	}
+}
+
+static int iw_qprx_done(void *arg, const struct iw_rx_seg *seg,
+			struct iw_err *err)
+{
+	struct iw_qp *qp = arg;
+	const struct ddp_hdr *h = &seg->hdr;
+
+	if (qp->cm == CM_WAIT_RTR) {
+		iw_qp_established(qp);
+		if (qp->rtr_used == IW_RTR_SEND) {
+			qp->rx_msn[DDP_QN_SEND]++;
+			return 0;
+		}
+	}
+	switch (h->opcode) {
+	case RDMAP_WRITE:
+		qp->tag.active = !h->last;
+		qp->tag.op = RDMAP_WRITE;
+		qp->tag.stag = h->stag;
+		qp->tag.next_to = h->to + seg->payload_len;
+		return 0;
+	case RDMAP_READ_RESP:
+		return iw_rx_rresp_done(qp, seg, err);
+	case RDMAP_READ_REQ:
+		return iw_rx_rreq_done(qp, seg, err);
+	case RDMAP_TERMINATE:
+		iw_qp_remote_fatal(qp, &seg->term, seg->raw + DDP_UNTAGGED_HDR,
+				   seg->raw_len - DDP_UNTAGGED_HDR);
+		return -EPROTO;
+	default:
+		return iw_rx_send_done(qp, seg, err);
+	}
+}
+
+const struct iw_rx_ops iw_qprx_ops = {
+	.seg_start = iw_qprx_start,
+	.seg_more = iw_qprx_more,
+	.seg_done = iw_qprx_done,
+};
+
+/* ---- the socket side */
+
+static void iw_rx_failed(struct iw_qp *qp)
+{
+	if (qp->cm == CM_ERROR)
+		return;		/* a Terminate from the peer got here first */
+	iw_qp_fatal(qp, &qp->rx.err, &qp->rx.seg, true);
+}
+
+/* The peer's FIN. Between FPDUs it is a close; inside one, an error. */
+static void iw_rx_eof(struct iw_qp *qp)
+{
+	struct iw_err err;
+
+	qp->rx_eof = true;
+	if (!iw_rx_at_boundary(&qp->rx) || qp->cm == CM_WAIT_RTR ||
+	    qp->cm == CM_SEND_RTR) {
+		iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_CLOSED,
+			"TCP connection closed mid-stream");
+		iw_qp_fatal(qp, &err, NULL, false);
+		return;
+	}
+	if (qp->cm == CM_RTS) {
+		qp->cm = CM_CLOSING;
+		qp->deadline = iw_now_ms() + qp->param.timeout_ms;
+	}
+}
+
+/* Feeds staged octets; returns false when the stream failed. */
+static bool iw_rx_feed_staged(struct iw_qp *qp, uint8_t *p, size_t n)
+{
+	if (iw_rx_feed(&qp->rx, p, n)) {
+		iw_rx_failed(qp);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Reads what the socket has. Headers and small payloads go through a
+ * staging buffer (one recv for many FPDUs); large payload pieces are
+ * received in place. Bounded per call so one busy peer cannot starve the
+ * others.
+ */
+int iw_rx_pump(struct iw_qp *qp)
+{
+	uint8_t stage[RXBUF_LEN];
+	size_t budget = 8u << 20;
+
+	while (qp->fd >= 0 && !qp->rx_eof && budget &&
+	       qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {
+		uint8_t *buf;
+		size_t len;
+		ssize_t n;
+		bool direct;
+
+		iw_rx_want(&qp->rx, &buf, &len);
+		if (!len) {
+			iw_rx_failed(qp);
+			break;
+		}
+		direct = qp->rx.state == IW_RX_PAYLOAD && len >= RX_DIRECT_MIN;
+		n = recv(qp->fd, direct ? buf : stage,
+			 direct ? len : sizeof(stage), MSG_DONTWAIT);
+		if (n < 0) {
+			struct iw_err err;
+
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
+				MPA_ECODE_CLOSED, "TCP receive failed");
+			iw_qp_fatal(qp, &err, NULL, false);
+			break;
+		}
+		if (n == 0) {
+			iw_rx_eof(qp);
+			break;
+		}
+		budget -= (size_t)n < budget ? (size_t)n : budget;
+		if (direct) {
+			if (iw_rx_advance(&qp->rx, (size_t)n))
+				iw_rx_failed(qp);
+		} else if (!iw_rx_feed_staged(qp, stage, (size_t)n)) {
+			break;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Transmit pump: picks the next FPDU (control frames and Terminates
+ * first, then the RTR, then the message in progress, then Read Responses,
+ * then the send queue), frames it as iovecs [length + headers | payload |
+ * pad + CRC] and writes it with non-blocking sendmsg, resuming after
+ * short writes. Messages are never interleaved at FPDU level.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "iwarp/crc32c.h"
+#include "iw_priv.h"
+
+static bool iw_tx_data_allowed(const struct iw_qp *qp)
+{
+	return qp->cm == CM_RTS || qp->cm == CM_CLOSING;
+}
+
+static struct iw_swqe *iw_sq_at(struct iw_qp *qp, uint32_t seq)
+{
+	return &qp->sq[seq & (qp->sq_size - 1)];
+}
+
+/* The next send-queue entry may start: ORD and fences respected. */
+static bool iw_tx_sq_ready(const struct iw_qp *qp)
+{
+	const struct iw_swqe *w;
+
+	if (qp->sq_tx == qp->sq_tail)
+		return false;
+	w = &qp->sq[qp->sq_tx & (qp->sq_size - 1)];
+	if ((w->flags & IW_WR_FENCE) && qp->orq_count)
+		return false;
+	if (w->op == IW_WR_READ && qp->orq_count >= qp->orq_cap)
+		return false;
+	return true;
+}
+
+bool iw_tx_pending(const struct iw_qp *qp)
+{
+	if (qp->fd < 0)
+		return false;
+	if (qp->tx_left || qp->ctrl_off < qp->ctrl_len)
+		return true;
+	if (qp->cm == CM_SEND_RTR)
+		return qp->rtr_pending;
+	if (!iw_tx_data_allowed(qp))
+		return false;
+	return qp->tx_sq_busy || qp->tx_irq_busy || qp->irq_count ||
+	       iw_tx_sq_ready(qp);
+}
+
+int iw_tx_ctrl(struct iw_qp *qp, const uint8_t *p, size_t len)
+{
+	if (qp->ctrl_off == qp->ctrl_len)
+		qp->ctrl_off = qp->ctrl_len = 0;
+	if (len > sizeof(qp->ctrl) - qp->ctrl_len)
+		return -ENOSPC;
+	memcpy(qp->ctrl + qp->ctrl_len, p, len);
+	qp->ctrl_len += len;
+	return 0;
+}
+
+/* iovecs for `len` payload octets starting `off` into a gather list */
+static int iw_sge_iov(const struct iw_sge *sge, int nsge, uint32_t off,
+		      uint32_t len, struct iovec *iov)
+{
+	int i, n = 0;
+
+	for (i = 0; i < nsge && len; i++) {
+		uint32_t take;
+
+		if (off >= sge[i].len) {
+			off -= sge[i].len;
+			continue;
+		}
+		take = sge[i].len - off;
+		if (take > len)
+			take = len;
+		iov[n].iov_base = (uint8_t *)sge[i].addr + off;
+		iov[n].iov_len = take;
+		n++;
+		len -= take;
+		off = 0;
+	}
+	return n;
+}
+
+/*
+ * Frames one FPDU from tx_hdr (hlen octets of DDP/RDMAP header) and
+ * payload iovecs already in txv[1..npay]. Without markers the payload is
+ * sent in place; with markers the FPDU is assembled in tx_bounce.
+ */
+static void iw_tx_frame(struct iw_qp *qp, size_t hlen, int npay)
+{
+	size_t ulen = hlen, i;
+	struct iovec ul[IW_MAX_SGE + 1];
+
+	for (i = 1; i <= (size_t)npay; i++)
+		ulen += qp->txv[i].iov_len;
+	iw_put16(qp->tx_hdr, (uint16_t)ulen);
+	if (qp->markers_tx) {
+		size_t off = hlen;
+		ssize_t n;
+
+		memcpy(qp->tx_ulpdu, qp->tx_hdr + MPA_FPDU_HDR, hlen);
+		for (i = 1; i <= (size_t)npay; i++) {
+			memcpy(qp->tx_ulpdu + off, qp->txv[i].iov_base,
+			       qp->txv[i].iov_len);
+			off += qp->txv[i].iov_len;
+		}
+		n = mpa_fpdu_build(qp->tx_bounce, (size_t)-1, qp->tx_ulpdu,
+				   ulen, qp->crc, true, &qp->tx_mpos);
+		qp->txv[0].iov_base = qp->tx_bounce;
+		qp->txv[0].iov_len = (size_t)n;
+		qp->txcnt = 1;
+		qp->tx_left = (size_t)n;
+		return;
+	}
+	ul[0].iov_base = qp->tx_hdr + MPA_FPDU_HDR;
+	ul[0].iov_len = hlen;
+	memcpy(ul + 1, qp->txv + 1, (size_t)npay * sizeof(*ul));
+	qp->txv[0].iov_base = qp->tx_hdr;
+	qp->txv[0].iov_len = MPA_FPDU_HDR + hlen;
+	qp->txv[npay + 1].iov_base = qp->tx_trl;
+	qp->txv[npay + 1].iov_len = mpa_fpdu_trailer(qp->tx_trl, qp->tx_hdr,
+						     ul, npay + 1, qp->crc);
+	qp->txcnt = npay + 2;
+	qp->tx_left = MPA_FPDU_HDR + ulen + qp->txv[npay + 1].iov_len;
+}
+
+static size_t iw_tx_hdr(struct iw_qp *qp, const struct ddp_hdr *h)
+{
+	return (size_t)ddp_hdr_build(qp->tx_hdr + MPA_FPDU_HDR,
+				     sizeof(qp->tx_hdr) - MPA_FPDU_HDR, h);
+}
+
+static void iw_tx_untagged(struct iw_qp *qp, uint8_t op, uint32_t qn,
+			   uint32_t msn, uint32_t mo, bool last,
+			   uint32_t inv, const uint8_t *extra, size_t elen,
+			   int npay)
+{
+	struct ddp_hdr h = {
+		.last = last, .ddp_ver = DDP_VERSION,
+		.rdmap_ver = RDMAP_VERSION, .opcode = op, .qn = qn,
+		.msn = msn, .mo = mo, .inv_stag = inv,
+	};
+	size_t hlen = iw_tx_hdr(qp, &h);
+
+	if (elen)
+		memcpy(qp->tx_hdr + MPA_FPDU_HDR + hlen, extra, elen);
+	iw_tx_frame(qp, hlen + elen, npay);
+}
+
+static void iw_tx_tagged(struct iw_qp *qp, uint8_t op, uint32_t stag,
+			 uint64_t to, bool last, int npay)
+{
+	struct ddp_hdr h = {
+		.tagged = true, .last = last, .ddp_ver = DDP_VERSION,
+		.rdmap_ver = RDMAP_VERSION, .opcode = op, .stag = stag,
+		.to = to,
+	};
+
+	iw_tx_frame(qp, iw_tx_hdr(qp, &h), npay);
+}
+
+static uint32_t iw_sink_stag(struct iw_qp *qp)
+{
+	return (uint32_t)(iw_random(qp->pd->dev) >> 32) | 1;
+}
+
+/* Queues the Read Request of a Read (or the zero-length Read RTR). */
+static void iw_tx_rreq(struct iw_qp *qp, int32_t sq_idx, uint32_t len,
+		       uint32_t src_stag, uint64_t src_to)
+{
+	struct iw_orqe *o;
+	struct rdmap_rreq rr = {
+		.sink_stag = iw_sink_stag(qp),
+		.sink_to = 0,
+		.size = len,
+		.src_stag = src_stag,
+		.src_to = src_to,
+	};
+	uint8_t extra[RDMAP_RREQ_LEN];
+
+	o = &qp->orq[(qp->orq_head + qp->orq_count) % qp->orq_cap];
+	qp->orq_count++;
+	o->sq_idx = sq_idx;
+	o->sink_stag = rr.sink_stag;
+	o->sink_to = rr.sink_to;
+	o->len = len;
+	o->got = 0;
+	rdmap_rreq_build(extra, sizeof(extra), &rr);
+	iw_tx_untagged(qp, RDMAP_READ_REQ, DDP_QN_RREQ, qp->rreq_msn++, 0,
+		       true, 0, extra, sizeof(extra), 0);
+}
+
+/* RFC 6581 §7.1 zero-length RTR; Write and Read use STag 1 (siw) */
+static void iw_tx_build_rtr(struct iw_qp *qp)
+{
+	qp->tx_src = TX_RTR;
+	switch (qp->rtr_used) {
+	case IW_RTR_WRITE:
+		iw_tx_tagged(qp, RDMAP_WRITE, 1, 0, true, 0);
+		break;
+	case IW_RTR_READ:
+		iw_tx_rreq(qp, -1, 0, 1, 0);
+		break;
+	default:
+		iw_tx_untagged(qp, RDMAP_SEND, DDP_QN_SEND, qp->sq_msn++, 0,
+			       true, 0, NULL, 0, 0);
+		break;
+	}
+}
+
+static uint32_t iw_seg_room(const struct iw_qp *qp, bool tagged)
+{
+	return qp->mulpdu - (tagged ? DDP_TAGGED_HDR : DDP_UNTAGGED_HDR);
+}
+
+/*
+ * One segment of the oldest Read Response. The source region is looked up
+ * again for every segment, so a region deregistered or invalidated while
+ * the response is under way is never read.
+ */
+static bool iw_tx_build_irq(struct iw_qp *qp)
+{
+	struct iw_irqe *e = &qp->irq[qp->irq_head];
+	uint32_t left = e->rr.size - e->sent, n = iw_seg_room(qp, true);
+	struct iw_sge sge = { NULL, 0 };
+	int npay = 0;
+
+	if (n > left)
+		n = left;
+	if (n) {
+		struct iw_mr *mr = iw_stag_lookup(qp->pd->dev, e->rr.src_stag);
+		struct iw_err err;
+
+		if (!mr || mr->pd != qp->pd) {
+			iw_fail(&err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
+				RDMAP_ECODE_INVALID_STAG,
+				"Read source went away");
+			iw_qp_fatal(qp, &err, NULL, true);
+			return false;
+		}
+		sge.addr = mr->addr + (e->rr.src_to + e->sent - mr->base_to);
+		sge.len = n;
+		npay = iw_sge_iov(&sge, 1, 0, n, qp->txv + 1);
+	}
+	qp->tx_src = TX_IRQ;
+	qp->tx_irq_busy = true;
+	qp->tx_msg_end = n == left;
+	iw_tx_tagged(qp, RDMAP_READ_RESP, e->rr.sink_stag,
+		     e->rr.sink_to + e->sent, qp->tx_msg_end, npay);
+	e->sent += n;
+	return true;
+}
+
+static const uint8_t iw_send_opcode[] = {
+	[IW_WR_SEND] = RDMAP_SEND,
+	[IW_WR_SEND_SE] = RDMAP_SEND_SE,
+	[IW_WR_SEND_INV] = RDMAP_SEND_INV,
+	[IW_WR_SEND_SE_INV] = RDMAP_SEND_SE_INV,
+};
+
+static void iw_tx_build_sq(struct iw_qp *qp)
+{
+	uint32_t seq = qp->sq_tx;
+	struct iw_swqe *w = iw_sq_at(qp, seq);
+	bool tagged = w->op == IW_WR_WRITE;
+	uint32_t left = w->len - w->sent, n = iw_seg_room(qp, tagged);
+	int npay;
+
+	qp->tx_src = TX_SQ;
+	if (w->op == IW_WR_READ) {
+		qp->tx_sq_busy = true;
+		qp->tx_msg_end = true;
+		iw_tx_rreq(qp, (int32_t)(seq & (qp->sq_size - 1)), w->len,
+			   w->rstag, w->rto);
+		return;
+	}
+	if (n > left)
+		n = left;
+	npay = iw_sge_iov(w->sge, w->nsge, w->sent, n, qp->txv + 1);
+	qp->tx_sq_busy = true;
+	qp->tx_msg_end = n == left;
+	if (tagged)
+		iw_tx_tagged(qp, RDMAP_WRITE, w->rstag, w->rto + w->sent,
+			     qp->tx_msg_end, npay);
+	else
+		iw_tx_untagged(qp, iw_send_opcode[w->op], DDP_QN_SEND,
+			       qp->sq_msn, w->sent, qp->tx_msg_end,
+			       w->op == IW_WR_SEND_INV ||
+			       w->op == IW_WR_SEND_SE_INV ? w->inv_stag : 0,
+			       NULL, 0, npay);
+	w->sent += n;
+}
+
+/* Chooses and frames the next FPDU; false when there is none. */
+static bool iw_tx_build(struct iw_qp *qp)
+{
+	if (qp->ctrl_off < qp->ctrl_len) {
+		qp->tx_src = TX_CTRL;
+		qp->txv[0].iov_base = qp->ctrl + qp->ctrl_off;
+		qp->txv[0].iov_len = qp->ctrl_len - qp->ctrl_off;
+		qp->txcnt = 1;
+		qp->tx_left = qp->txv[0].iov_len;
+		return true;
+	}
+	if (qp->cm == CM_SEND_RTR && qp->rtr_pending) {
+		iw_tx_build_rtr(qp);
+		return true;
+	}
+	if (!iw_tx_data_allowed(qp))
+		return false;
+	if (qp->tx_irq_busy || (!qp->tx_sq_busy && qp->irq_count))
+		return iw_tx_build_irq(qp);
+	if (qp->tx_sq_busy || iw_tx_sq_ready(qp)) {
+		iw_tx_build_sq(qp);
+		return true;
+	}
+	return false;
+}
+
+static void iw_tx_fpdu_done(struct iw_qp *qp)
+{
+	switch (qp->tx_src) {
+	case TX_CTRL:
+		qp->ctrl_off = qp->ctrl_len = 0;
+		break;
+	case TX_RTR:
+		qp->rtr_pending = false;
+		iw_qp_established(qp);
+		break;
+	case TX_IRQ:
+		if (!qp->tx_msg_end)
+			break;
+		qp->tx_irq_busy = false;
+		qp->irq_head = (qp->irq_head + 1) % qp->irq_cap;
+		qp->irq_count--;
+		break;
+	case TX_SQ: {
+		struct iw_swqe *w = iw_sq_at(qp, qp->sq_tx);
+
+		if (!qp->tx_msg_end)
+			break;
+		qp->tx_sq_busy = false;
+		qp->sq_tx++;
+		if (w->op == IW_WR_READ)
+			break;	/* done when the Read Response arrives */
+		if (w->op != IW_WR_WRITE)
+			qp->sq_msn++;
+		w->done = true;
+		w->status = IW_WC_SUCCESS;
+		iw_qp_sq_complete_ready(qp);
+		break;
+	}
+	default:
+		break;
+	}
+	qp->tx_src = TX_NONE;
+}
+
+/* Drops the octets just written from the front of the iovec list. */
+static void iw_tx_consume(struct iw_qp *qp, size_t n)
+{
+	int i = 0;
+
+	qp->tx_left -= n;
+	while (n && i < qp->txcnt) {
+		if (n >= qp->txv[i].iov_len) {
+			n -= qp->txv[i].iov_len;
+			qp->txv[i].iov_len = 0;
+			i++;
+			continue;
+		}
+		qp->txv[i].iov_base = (uint8_t *)qp->txv[i].iov_base + n;
+		qp->txv[i].iov_len -= n;
+		n = 0;
+	}
+	if (qp->tx_src == TX_CTRL)
+		qp->ctrl_off = qp->ctrl_len - qp->tx_left;
+}
+
+static struct iovec *iw_tx_first(struct iw_qp *qp, int *cnt)
+{
+	int i = 0;
+
+	while (i < qp->txcnt && !qp->txv[i].iov_len)
+		i++;
+	*cnt = qp->txcnt - i;
+	return qp->txv + i;
+}
+
+int iw_tx_pump(struct iw_qp *qp)
+{
+	while (qp->fd >= 0) {
+		struct msghdr msg = { 0 };
+		ssize_t n;
+
+		if (!qp->tx_left && !iw_tx_build(qp))
+			break;
+		msg.msg_iov = iw_tx_first(qp, (int *)&msg.msg_iovlen);
+		n = sendmsg(qp->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			struct iw_err err;
+
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
+				MPA_ECODE_CLOSED, "TCP send failed");
+			qp->tx_left = 0;
+			iw_qp_fatal(qp, &err, NULL, false);
+			return -EPIPE;
+		}
+		iw_tx_consume(qp, (size_t)n);
+		if (!qp->tx_left)
+			iw_tx_fpdu_done(qp);
+	}
+	return 0;
+}
+
+/* RFC 5040 §4.8 and figure 10: which header copies a Terminate carries */
+void iw_tx_terminate(struct iw_qp *qp, const struct iw_err *err,
+		     const struct iw_rx_seg *seg)
+{
+	struct rdmap_term t = {
+		.layer = err->layer,
+		.etype = err->etype,
+		.ecode = err->ecode,
+	};
+	bool copy = seg && err->layer != IW_LAYER_LLP &&
+		    !(err->layer == IW_LAYER_RDMAP &&
+		      err->etype == RDMAP_ETYPE_CATASTROPHIC);
+	uint8_t term[RDMAP_TERM_MAX], ulpdu[DDP_UNTAGGED_HDR + RDMAP_TERM_MAX];
+	uint8_t fpdu[IW_CTRL_MAX];
+	struct ddp_hdr h = {
+		.last = true, .ddp_ver = DDP_VERSION,
+		.rdmap_ver = RDMAP_VERSION, .opcode = RDMAP_TERMINATE,
+		.qn = DDP_QN_TERM, .msn = qp->term_msn++,
+	};
+	ssize_t tl, n;
+
+	if (qp->term_queued)
+		return;
+	qp->term_queued = true;
+	if (copy) {
+		size_t dl = seg->hdr.tagged ? DDP_TAGGED_HDR : DDP_UNTAGGED_HDR;
+
+		t.hdrct = RDMAP_TERM_M | RDMAP_TERM_D;
+		t.seg_len = seg->ulpdu_len;
+		t.ddp_hdr_len = (uint8_t)dl;
+		memcpy(t.ddp_hdr, seg->raw, dl);
+		if (seg->hdr.opcode == RDMAP_READ_REQ &&
+		    err->layer == IW_LAYER_RDMAP &&
+		    err->etype == RDMAP_ETYPE_REMOTE_PROT &&
+		    seg->raw_len >= dl + RDMAP_RREQ_LEN) {
+			t.hdrct |= RDMAP_TERM_R;
+			memcpy(t.rreq, seg->raw + dl, RDMAP_RREQ_LEN);
+		}
+	}
+	tl = rdmap_term_build(term, sizeof(term), &t);
+	n = ddp_hdr_build(ulpdu, sizeof(ulpdu), &h);
+	memcpy(ulpdu + n, term, (size_t)tl);
+	n = mpa_fpdu_build(fpdu, sizeof(fpdu), ulpdu, (size_t)(n + tl),
+			   qp->crc, qp->markers_tx, &qp->tx_mpos);
+	if (n > 0)
+		iw_tx_ctrl(qp, fpdu, (size_t)n);
+}
