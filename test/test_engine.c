@@ -47,14 +47,16 @@ static void why_prefix(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 static void why_prefix(const char *fmt, ...)
 {
-	char pre[256], old[sizeof(why)];
+	char old[sizeof(why)];
+	size_t n;
 	va_list ap;
 
+	memcpy(old, why, sizeof(old));
 	va_start(ap, fmt);
-	vsnprintf(pre, sizeof(pre), fmt, ap);
+	n = (size_t)vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	snprintf(old, sizeof(old), "%s", why);
-	snprintf(why, sizeof(why), "%s: %s", pre, old);
+	if (n < sizeof(why))
+		snprintf(why + n, sizeof(why) - n, ": %.900s", old);
 }
 
 static int report(bool ok, const char *fmt, ...)
@@ -1251,4 +1253,1397 @@ static void test_ird_ord_e2e(void)
 	     check_ird_ord(eu_est(&p.b), "responder", 4, 1, 1, 8);
 	report(ok, "ird/ord end to end: responder raises IRD to max_ird, both ORDs lowered");
 	eu_pair_fini(&p);
+}
+
+/* ---- helpers over lists of contexts */
+
+struct wantv {
+	struct eu_pair *p;
+	struct eu_qp *q;
+	void *const *ctx;
+	int n;
+};
+
+static bool done_wantv(void *arg)
+{
+	struct wantv *w = arg;
+	int i;
+
+	if (w->p && (eu_qp_failed(&w->p->a) || eu_qp_failed(&w->p->b)))
+		return true;
+	for (i = 0; i < w->n; i++)
+		if (!eu_find_wc(w->q, w->ctx[i]))
+			return false;
+	return true;
+}
+
+static bool wait_list(struct eu_pair *p, struct eu_qp *q, void *const *ctx,
+		      int n, int tmo)
+{
+	struct wantv w = { .p = p, .q = q, .ctx = ctx, .n = n };
+
+	return eu_run(LP, done_wantv, &w, tmo) ||
+	       bad("timeout waiting for %d completions on %s", n, q->name);
+}
+
+/* The completions of ctx[0..n) appear in this order on q. */
+static bool check_order(const struct eu_qp *q, void *const *ctx, int n)
+{
+	size_t i;
+	int next = 0;
+
+	for (i = 0; i < q->n_wc && next < n; i++) {
+		int k;
+
+		for (k = 0; k < n; k++)
+			if (q->wc[i].ctx == ctx[k])
+				break;
+		if (k == n)
+			continue;
+		if (k != next)
+			return bad("%s: completion %d came where %d was due",
+				   q->name, k, next);
+		next++;
+	}
+	return next == n || bad("%s: only %d of %d completions", q->name,
+				next, n);
+}
+
+/* Each ctx completed exactly once; with status want unless want < 0. */
+static bool check_once(const struct eu_qp *q, void *const *ctx, int n,
+		       int want)
+{
+	int i, c;
+
+	for (i = 0; i < n; i++) {
+		const struct iw_wc *wc = eu_find_wc(q, ctx[i]);
+
+		c = eu_count_ctx(q, ctx[i]);
+		if (c != 1)
+			return bad("%s: request %d completed %d times", q->name,
+				   i, c);
+		if (want >= 0 && wc->status != (enum iw_wc_status)want)
+			return bad("%s: request %d status %s, want %s",
+				   q->name, i, eu_status_str(wc->status),
+				   eu_status_str((enum iw_wc_status)want));
+	}
+	return true;
+}
+
+static int post_read(struct eu_qp *q, void *ctx, struct iw_sge *sg,
+		     const struct eu_buf *src, size_t off, unsigned int flags)
+{
+	struct iw_send_wr wr = { .ctx = ctx, .op = IW_WR_READ,
+				 .flags = IW_WR_SIGNALED | flags,
+				 .sgl = sg, .num_sge = 1, .rstag = src->stag,
+				 .rto = eu_to(src, off) };
+
+	return iw_qp_post_send(q->qp, &wr);
+}
+
+static int post_write(struct eu_qp *q, void *ctx, struct iw_sge *sg,
+		      uint32_t stag, uint64_t to)
+{
+	struct iw_send_wr wr = { .ctx = ctx, .op = IW_WR_WRITE,
+				 .flags = IW_WR_SIGNALED, .sgl = sg,
+				 .num_sge = 1, .rstag = stag, .rto = to };
+
+	return iw_qp_post_send(q->qp, &wr);
+}
+
+static int post_send(struct eu_qp *q, void *ctx, struct iw_sge *sg,
+		     int nsge, unsigned int flags)
+{
+	struct iw_send_wr wr = { .ctx = ctx, .op = IW_WR_SEND,
+				 .flags = IW_WR_SIGNALED | flags,
+				 .sgl = sg, .num_sge = nsge };
+
+	return iw_qp_post_send(q->qp, &wr);
+}
+
+static int post_recv(struct eu_qp *q, void *ctx, void *buf, uint32_t len)
+{
+	struct iw_sge sg = { .addr = buf, .len = len };
+	struct iw_recv_wr wr = { .ctx = ctx, .sgl = &sg, .num_sge = buf ? 1 : 0 };
+
+	return iw_qp_post_recv(q->qp, &wr);
+}
+
+/* ---- ORD is respected: more Reads than ORD queue and complete */
+
+#define ORD_N 12
+#define ORD_STEP 100000
+#define ORD_LEN 90000
+
+static void test_ord_limit(void)
+{
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	struct iw_sge sg[ORD_N];
+	void *ctx[ORD_N];
+	const struct eu_ev *e;
+	uint8_t *dst = sd[0].dst.addr, *src = sd[1].src.addr;
+	int i;
+	bool ok;
+
+	cfg_default(&cfg);
+	cfg.init.ord = 8;
+	cfg.resp.ird = 2;
+	cfg.resp.max_ird = 2;	/* a third outstanding Read terminates */
+	ok = connect_pair(&p, &cfg);
+	e = eu_est(&p.a);
+	if (ok && e->ord != 2)
+		ok = bad("negotiated ORD %u, want 2", e->ord);
+	eu_fill(src, ORD_N * ORD_STEP, 99);
+	memset(dst, CANARY, ORD_N * ORD_STEP);
+	for (i = 0; ok && i < ORD_N; i++) {
+		ctx[i] = nctx();
+		sg[i] = (struct iw_sge){ .addr = dst + i * ORD_STEP,
+					 .len = ORD_LEN };
+		if (post_read(&p.a, ctx[i], &sg[i], &sd[1].src,
+			      (size_t)i * ORD_STEP, 0))
+			ok = bad("post_read %d failed", i);
+	}
+	ok = ok && wait_list(&p, &p.a, ctx, ORD_N, 10000) &&
+	     check_order(&p.a, ctx, ORD_N);
+	for (i = 0; ok && i < ORD_N; i++) {
+		ok = check_wc(&p.a, ctx[i], IW_WC_READ, ORD_LEN, 0, 0);
+		if (ok && memcmp(dst + i * ORD_STEP, src + i * ORD_STEP,
+				 ORD_LEN))
+			ok = bad("data of Read %d differs", i);
+		if (ok && eu_find_not(dst + i * ORD_STEP + ORD_LEN,
+				      ORD_STEP - ORD_LEN, CANARY) !=
+				  ORD_STEP - ORD_LEN)
+			ok = bad("octets after Read %d written", i);
+	}
+	if (!ok)
+		pair_diag(&p);
+	report(ok, "ord: %d Reads with ORD 2 against IRD 2 all complete in order",
+	       ORD_N);
+	eu_pair_fini(&p);
+}
+
+/* ---- ordering (RFC 5040 §5.5) */
+
+static void test_order_read_writes(void)
+{
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	struct iw_sge rs = { .addr = sd[0].dst.addr, .len = 1 << 20 };
+	struct iw_sge ws[3];
+	void *ctx[4];
+	int i;
+	bool ok;
+
+	cfg_default(&cfg);
+	ok = connect_pair(&p, &cfg);
+	for (i = 0; i < 4; i++)
+		ctx[i] = nctx();
+	eu_fill(sd[1].src.addr, 1 << 20, 3);
+	ok = ok && !post_read(&p.a, ctx[0], &rs, &sd[1].src, 0, 0);
+	for (i = 0; ok && i < 3; i++) {
+		ws[i] = (struct iw_sge){ .addr = sd[0].src.addr + i * 1000,
+					 .len = 1000 };
+		ok = !post_write(&p.a, ctx[i + 1], &ws[i], sd[1].dst.stag,
+				 eu_to(&sd[1].dst, (size_t)i * 1000));
+	}
+	if (!ok && !why[0])
+		bad("post failed");
+	ok = ok && wait_list(&p, &p.a, ctx, 4, 5000) &&
+	     check_once(&p.a, ctx, 4, IW_WC_SUCCESS) &&
+	     check_order(&p.a, ctx, 4);
+	if (ok && memcmp(sd[0].dst.addr, sd[1].src.addr, 1 << 20))
+		ok = bad("Read data differs");
+	report(ok, "order: a Read then three Writes complete in posting order");
+	eu_pair_fini(&p);
+}
+
+static void *vis_ctx;
+static size_t vis_len;
+static uint64_t vis_hash;
+static bool vis_seen;
+
+/* At the Send's completion the Write's data must already be in place. */
+static void vis_hook(struct eu_qp *q, const struct iw_wc *wc)
+{
+	if (wc->ctx != vis_ctx)
+		return;
+	vis_seen = true;
+	vis_hash = eu_hash(sd[1].dst.addr + DST_OFF, vis_len);
+}
+
+static void test_order_write_send(void)
+{
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	struct iw_sge ws = { .addr = sd[0].src.addr, .len = (1 << 20) + 13 };
+	struct iw_sge ss = { .addr = sd[0].src.addr, .len = 8 };
+	static uint8_t rbuf[16];
+	void *ctx[2] = { nctx(), nctx() };
+	bool ok;
+
+	cfg_default(&cfg);
+	ok = connect_pair(&p, &cfg);
+	vis_ctx = nctx();
+	vis_len = ws.len;
+	vis_seen = false;
+	p.b.on_wc = vis_hook;
+	eu_fill(sd[0].src.addr, ws.len, 4);
+	memset(sd[1].dst.addr, 0, DST_OFF + ws.len);
+	ok = ok && !post_recv(&p.b, vis_ctx, rbuf, sizeof(rbuf)) &&
+	     !post_write(&p.a, ctx[0], &ws, sd[1].dst.stag,
+			 eu_to(&sd[1].dst, DST_OFF)) &&
+	     !post_send(&p.a, ctx[1], &ss, 1, 0);
+	ok = ok && eu_wait_ctx(LP, &p.b, vis_ctx, 5000);
+	if (!ok)
+		bad("no receive completion");
+	else if (!vis_seen || vis_hash != eu_hash(ws.addr, ws.len))
+		ok = bad("Write data not in place when the Send completed");
+	report(ok, "order: a Write's data is in place when the following Send completes");
+	eu_pair_fini(&p);
+}
+
+static void *fence_rd, *fence_rctx;
+static bool fence_seen, fence_read_done;
+
+static void fence_hook(struct eu_qp *q, const struct iw_wc *wc)
+{
+	struct eu_pair *p = q->user;
+
+	if (wc->ctx != fence_rctx)
+		return;
+	fence_seen = true;
+	fence_read_done = eu_find_wc(&p->a, fence_rd) != NULL;
+}
+
+/* Read 4 MiB, then a Send; returns whether the peer saw the Send first. */
+static bool fence_run(bool fence, bool *early)
+{
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	struct iw_sge rs = { .addr = sd[0].dst.addr, .len = BIG_LEN };
+	struct iw_sge ss = { .addr = sd[0].src.addr, .len = 16 };
+	static uint8_t rbuf[16];
+	void *ctx[2];
+	bool ok;
+
+	cfg_default(&cfg);
+	ok = connect_pair(&p, &cfg);
+	fence_rd = ctx[0] = nctx();
+	fence_rctx = nctx();
+	ctx[1] = nctx();
+	fence_seen = fence_read_done = false;
+	p.b.on_wc = fence_hook;
+	p.b.user = &p;
+	eu_fill(sd[1].src.addr, BIG_LEN, 5);
+	ok = ok && !post_recv(&p.b, fence_rctx, rbuf, sizeof(rbuf)) &&
+	     !post_read(&p.a, ctx[0], &rs, &sd[1].src, 0, 0) &&
+	     !post_send(&p.a, ctx[1], &ss, 1, fence ? IW_WR_FENCE : 0);
+	ok = ok && wait_list(&p, &p.a, ctx, 2, 10000) &&
+	     eu_wait_ctx(LP, &p.b, fence_rctx, 5000) &&
+	     check_once(&p.a, ctx, 2, IW_WC_SUCCESS) &&
+	     check_order(&p.a, ctx, 2);
+	if (ok && !fence_seen)
+		ok = bad("the Send never arrived");
+	if (ok && memcmp(sd[0].dst.addr, sd[1].src.addr, BIG_LEN))
+		ok = bad("Read data differs");
+	*early = !fence_read_done;
+	eu_pair_fini(&p);
+	return ok;
+}
+
+static void test_fence(void)
+{
+	bool early = true, ok;
+
+	ok = fence_run(true, &early);
+	if (ok && early)
+		ok = bad("the peer received the fenced Send before the Read completed");
+	report(ok, "order: a fenced Send after a Read is seen only after the Read completed");
+	if (fence_run(false, &early))
+		tap_diag("  control without FENCE: Send seen %s the Read completed",
+			 early ? "before" : "after");
+}
+
+/* ---- memory: keys, invalidation, access errors */
+
+static void test_mr_rekey(void)
+{
+	struct eu_buf b;
+	uint32_t s1, s2, s3;
+	bool ok;
+
+	ok = !eu_buf_alloc(&b, env.pd, 4096, IW_ACC_REMOTE_WRITE, true);
+	s1 = b.stag;
+	ok = ok && iw_mr_valid(b.mr) && !iw_mr_invalidate(b.mr) &&
+	     !iw_mr_valid(b.mr);
+	if (!ok) {
+		bad("register/invalidate state wrong");
+	} else {
+		s2 = iw_mr_rekey(b.mr);
+		s3 = iw_mr_rekey(b.mr);
+		if (s2 == s1 || s3 == s2 || s3 == s1)
+			ok = bad("STags %#x %#x %#x not all different", s1, s2,
+				 s3);
+		else if (iw_mr_stag(b.mr) != s3 || !iw_mr_valid(b.mr))
+			ok = bad("stag %#x valid %d after rekey",
+				 iw_mr_stag(b.mr), iw_mr_valid(b.mr));
+	}
+	report(ok, "mr: invalidate makes a region invalid, rekey changes the STag");
+	eu_buf_free(&b);
+}
+
+struct both_failed {
+	struct eu_pair *p;
+	int na, nb;		/* completions each side must have */
+};
+
+static bool done_failed_and_flushed(void *arg)
+{
+	struct both_failed *f = arg;
+
+	return eu_qp_failed(&f->p->a) && eu_qp_failed(&f->p->b) &&
+	       f->p->a.n_wc >= (size_t)f->na && f->p->b.n_wc >= (size_t)f->nb;
+}
+
+static bool check_fail_ev(const struct eu_qp *q, bool remote,
+			  const struct iw_err *want, const struct iw_err *alt)
+{
+	const struct eu_ev *e = eu_fail_ev(q);
+
+	if (!e)
+		return bad("%s: no failure event", q->name);
+	if (e->type != IW_CM_ERROR || e->remote != remote)
+		return bad("%s: %s remote %d, want ERROR remote %d", q->name,
+			   eu_ev_str(e->type), e->remote, remote);
+	if (!eu_err_is(&e->err, want->layer, want->etype, want->ecode) &&
+	    !(alt && eu_err_is(&e->err, alt->layer, alt->etype, alt->ecode)))
+		return bad("%s: err %s (%s), want %s%s%s", q->name,
+			   eu_err_str(&e->err),
+			   iw_err_str(e->err.layer, e->err.etype,
+				      e->err.ecode),
+			   eu_err_str(want), alt ? " or " : "",
+			   alt ? eu_err_str(alt) : "");
+	return true;
+}
+
+static const struct iw_err err_tagged_stag = { IW_LAYER_DDP, DDP_ETYPE_TAGGED,
+					       DDP_ECODE_T_INVALID_STAG, NULL };
+
+/* A Write to a locally invalidated STag; work flushes exactly once. */
+static void test_write_invalidated(void)
+{
+	static uint8_t abuf[2][64], bbuf[2][64], msg[100];
+	struct iw_sge ws = { .addr = msg, .len = 100 };
+	struct iw_sge ss = { .addr = msg, .len = 10 };
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	struct both_failed f = { .p = &p, .na = 4, .nb = 2 };
+	struct eu_buf t;
+	void *actx[4], *bctx[2];
+	int i;
+	bool ok;
+
+	cfg_default(&cfg);
+	ok = connect_pair(&p, &cfg) &&
+	     !eu_buf_alloc(&t, env.pd, 4096,
+			   IW_ACC_LOCAL_WRITE | IW_ACC_REMOTE_WRITE, true);
+	for (i = 0; i < 4; i++)
+		actx[i] = nctx();
+	bctx[0] = nctx();
+	bctx[1] = nctx();
+	memset(t.addr, CANARY, 4096);
+	ok = ok && !iw_mr_invalidate(t.mr) &&
+	     !post_recv(&p.a, actx[0], abuf[0], 64) &&
+	     !post_recv(&p.a, actx[1], abuf[1], 64) &&
+	     !post_recv(&p.b, bctx[0], bbuf[0], 64) &&
+	     !post_recv(&p.b, bctx[1], bbuf[1], 64) &&
+	     !post_write(&p.a, actx[2], &ws, t.stag, eu_to(&t, 0)) &&
+	     !post_send(&p.a, actx[3], &ss, 1, 0);
+	if (ok && !eu_run(LP, done_failed_and_flushed, &f, 3000))
+		ok = bad("timeout: the error did not reach both sides");
+	ok = ok && check_fail_ev(&p.a, true, &err_tagged_stag, NULL);
+	report(ok, "mr: Write to an invalidated STag: writer gets ERROR remote, DDP 1/1/0");
+	if (!ok)
+		pair_diag(&p);
+	ok = check_fail_ev(&p.b, false, &err_tagged_stag, NULL);
+	report(ok, "mr: Write to an invalidated STag: target reports DDP 1/1/0 locally");
+	ok = check_once(&p.a, actx, 2, IW_WC_FLUSHED) &&
+	     check_once(&p.a, actx + 2, 2, -1) &&
+	     check_once(&p.b, bctx, 2, IW_WC_FLUSHED);
+	if (ok && eu_find_not(t.addr, 4096, CANARY) != 4096)
+		ok = bad("data was placed into the invalid region");
+	if (ok && (post_recv(&p.a, nctx(), NULL, 0) != -ENOTCONN ||
+		   post_send(&p.a, nctx(), NULL, 0, 0) != -ENOTCONN))
+		ok = bad("posting after the error did not return -ENOTCONN");
+	eu_qp_destroy(&p.a);
+	eu_qp_destroy(&p.b);
+	ok = ok && check_once(&p.a, actx, 4, -1) &&
+	     check_once(&p.b, bctx, 2, -1);
+	report(ok, "mr: after the error all posted work completed exactly once (flushed)");
+	eu_pair_fini(&p);
+	eu_buf_free(&t);
+}
+
+struct acc_row {
+	const char *what;
+	enum iw_wr_opcode op;
+	unsigned int access;
+	bool invalidate;
+	bool bogus_stag;
+	size_t off, len;
+	struct iw_err want, alt;	/* alt.layer 0xff: none */
+};
+
+#define NO_ALT { 0xff, 0, 0, NULL }
+static const struct acc_row acc_rows[] = {
+	{ "Write beyond the end", IW_WR_WRITE, IW_ACC_REMOTE_WRITE, false,
+	  false, 4050, 100, { 1, 1, 1, NULL }, NO_ALT },
+	{ "Write without remote write right", IW_WR_WRITE,
+	  IW_ACC_REMOTE_READ, false, false, 0, 100, { 1, 1, 0, NULL },
+	  { 0, 1, 2, NULL } },
+	{ "Write to an unknown STag", IW_WR_WRITE, IW_ACC_REMOTE_WRITE, false,
+	  true, 0, 100, { 1, 1, 0, NULL }, NO_ALT },
+	{ "Read from an invalidated STag", IW_WR_READ, IW_ACC_REMOTE_READ,
+	  true, false, 0, 100, { 0, 1, 0, NULL }, NO_ALT },
+	{ "Read without remote read right", IW_WR_READ, IW_ACC_REMOTE_WRITE,
+	  false, false, 0, 100, { 0, 1, 2, NULL }, NO_ALT },
+	{ "Read beyond the end", IW_WR_READ, IW_ACC_REMOTE_READ, false,
+	  false, 4000, 200, { 0, 1, 1, NULL }, NO_ALT },
+};
+
+static bool acc_case(const struct acc_row *r)
+{
+	static uint8_t buf[4096];
+	struct iw_sge sg = { .addr = buf, .len = (uint32_t)r->len };
+	const struct iw_err *alt = r->alt.layer == 0xff ? NULL : &r->alt;
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	struct both_failed f = { .p = &p, .na = 1 };
+	struct eu_buf t;
+	uint32_t stag;
+	void *ctx = nctx();
+	bool ok;
+
+	cfg_default(&cfg);
+	if (eu_buf_alloc(&t, env.pd, 4096, r->access, true))
+		return bad("register failed");
+	ok = connect_pair(&p, &cfg);
+	stag = r->bogus_stag ? t.stag ^ 0xa5a5a5a5u : t.stag;
+	if (ok && r->invalidate)
+		ok = !iw_mr_invalidate(t.mr);
+	if (ok && r->op == IW_WR_WRITE)
+		ok = !post_write(&p.a, ctx, &sg, stag, eu_to(&t, r->off));
+	else if (ok)
+		ok = !post_read(&p.a, ctx, &sg, &t, r->off, 0);
+	if (!ok && !why[0])
+		bad("post failed");
+	if (ok && !eu_run(LP, done_failed_and_flushed, &f, 3000))
+		ok = bad("timeout: the error did not reach both sides");
+	ok = ok && check_fail_ev(&p.a, true, &r->want, alt) &&
+	     check_fail_ev(&p.b, false, &r->want, alt) &&
+	     check_once(&p.a, &ctx, 1, -1);
+	if (ok && r->op == IW_WR_READ &&
+	    eu_find_wc(&p.a, ctx)->status == IW_WC_SUCCESS)
+		ok = bad("the failed Read completed successfully");
+	eu_pair_fini(&p);
+	eu_buf_free(&t);
+	return ok;
+}
+
+static void test_access_errors(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(acc_rows) / sizeof(acc_rows[0]); i++)
+		report(acc_case(&acc_rows[i]), "access: %s: Terminate %s%s%s",
+		       acc_rows[i].what, eu_err_str(&acc_rows[i].want),
+		       acc_rows[i].alt.layer == 0xff ? "" : " or ",
+		       acc_rows[i].alt.layer == 0xff ?
+			       "" :
+			       eu_err_str(&acc_rows[i].alt));
+}
+
+/* Send with Invalidate against a region that allows it. */
+static void test_send_inv_ok(void)
+{
+	static uint8_t rbuf[64], msg[32];
+	struct iw_sge ss = { .addr = msg, .len = 32 };
+	struct iw_sge ws = { .addr = msg, .len = 8 };
+	struct iw_send_wr wr = { .ctx = nctx(), .op = IW_WR_SEND_INV,
+				 .flags = IW_WR_SIGNALED, .sgl = &ss,
+				 .num_sge = 1 };
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	struct both_failed f = { .p = &p, .na = 2 };
+	struct eu_buf t;
+	void *rctx = nctx(), *wctx = nctx();
+	bool ok;
+
+	cfg_default(&cfg);
+	ok = !eu_buf_alloc(&t, env.pd, 4096,
+			   IW_ACC_REMOTE_WRITE | IW_ACC_REMOTE_INVALIDATE,
+			   true) &&
+	     connect_pair(&p, &cfg);
+	wr.inv_stag = t.stag;
+	ok = ok && !post_recv(&p.b, rctx, rbuf, 64) &&
+	     !iw_qp_post_send(p.a.qp, &wr) &&
+	     eu_wait_ctx(LP, &p.b, rctx, 3000) &&
+	     check_wc(&p.b, rctx, IW_WC_RECV, 32, IW_WC_F_INV, t.stag);
+	if (ok && iw_mr_valid(t.mr))
+		ok = bad("region still valid after Send with Invalidate");
+	report(ok, "mr: Send with Invalidate invalidates a region with the right");
+	ok = ok && !post_write(&p.a, wctx, &ws, t.stag, eu_to(&t, 0));
+	if (ok && !eu_run(LP, done_failed_and_flushed, &f, 3000))
+		ok = bad("a Write to the invalidated STag did not fail");
+	ok = ok && check_fail_ev(&p.a, true, &err_tagged_stag, NULL);
+	report(ok, "mr: a Write to the remotely invalidated STag then fails with 1/1/0");
+	eu_pair_fini(&p);
+	eu_buf_free(&t);
+}
+
+/* Without IW_ACC_REMOTE_INVALIDATE: RDMAP 0/1/9 or 0/2/9. */
+static void test_send_inv_denied(void)
+{
+	static const struct iw_err e19 = { 0, 1, 9, NULL }, e29 = { 0, 2, 9, NULL };
+	static uint8_t rbuf[64], msg[32];
+	struct iw_sge ss = { .addr = msg, .len = 32 };
+	struct iw_send_wr wr = { .ctx = nctx(), .op = IW_WR_SEND_INV,
+				 .flags = IW_WR_SIGNALED, .sgl = &ss,
+				 .num_sge = 1 };
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	struct both_failed f = { .p = &p, .na = 1, .nb = 1 };
+	struct eu_buf t;
+	const struct eu_ev *e;
+	void *rctx = nctx();
+	bool ok;
+
+	cfg_default(&cfg);
+	ok = !eu_buf_alloc(&t, env.pd, 4096, IW_ACC_REMOTE_WRITE, true) &&
+	     connect_pair(&p, &cfg);
+	wr.inv_stag = t.stag;
+	ok = ok && !post_recv(&p.b, rctx, rbuf, 64) &&
+	     !iw_qp_post_send(p.a.qp, &wr);
+	if (ok && !eu_run(LP, done_failed_and_flushed, &f, 3000))
+		ok = bad("timeout: no error on both sides");
+	ok = ok && check_fail_ev(&p.b, false, &e19, &e29) &&
+	     check_fail_ev(&p.a, true, &e19, &e29) &&
+	     check_once(&p.b, &rctx, 1, -1) &&
+	     check_once(&p.a, &wr.ctx, 1, -1);
+	if (ok && !iw_mr_valid(t.mr))
+		ok = bad("the region was invalidated without the right");
+	e = eu_fail_ev(&p.b);
+	if (e)
+		tap_diag("  engine: receiver terminated with %s, receive status %s",
+			 eu_err_str(&e->err),
+			 eu_find_wc(&p.b, rctx) ?
+				 eu_status_str(eu_find_wc(&p.b, rctx)->status) :
+				 "none");
+	report(ok, "mr: Send with Invalidate without the right: Terminate 0/1/9 or 0/2/9, region stays valid");
+	eu_pair_fini(&p);
+	eu_buf_free(&t);
+}
+
+/* ---- close */
+
+static bool done_both_disc(void *arg)
+{
+	struct eu_pair *p = arg;
+
+	return eu_qp_failed(&p->a) && eu_qp_failed(&p->b);
+}
+
+static bool check_disconnected(const struct eu_qp *q)
+{
+	const struct eu_ev *e = eu_fail_ev(q);
+
+	if (!e || e->type != IW_CM_DISCONNECTED)
+		return bad("%s: first failure event %s", q->name,
+			   e ? eu_ev_str(e->type) : "none");
+	if (eu_count_ev(q, IW_CM_DISCONNECTED) != 1 ||
+	    eu_count_ev(q, IW_CM_ERROR))
+		return bad("%s: %d DISCONNECTED, %d ERROR events", q->name,
+			   eu_count_ev(q, IW_CM_DISCONNECTED),
+			   eu_count_ev(q, IW_CM_ERROR));
+	return true;
+}
+
+#define CL_RLEN (128u << 10)
+
+/* Posts n receives of CL_RLEN octets from side's dst buffer. */
+static bool post_recvs(struct eu_qp *q, int side, void **ctx, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		ctx[i] = nctx();
+		if (post_recv(q, ctx[i], sd[side].dst.addr + i * CL_RLEN,
+			      CL_RLEN))
+			return bad("%s: post_recv %d failed", q->name, i);
+	}
+	return true;
+}
+
+static void test_close_graceful(void)
+{
+	struct iw_sge s1 = { .addr = sd[0].src.addr, .len = 1000 };
+	struct iw_sge s2 = { .addr = sd[1].src.addr, .len = 1000 };
+	struct iw_sge s3 = { .addr = sd[0].src.addr, .len = 100000 };
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	void *actx[4], *bctx[4], *sctx[3] = { nctx(), nctx(), nctx() };
+	bool ok;
+
+	cfg_default(&cfg);
+	eu_fill(sd[0].src.addr, 100000, 11);
+	ok = connect_pair(&p, &cfg) && post_recvs(&p.a, 0, actx, 4) &&
+	     post_recvs(&p.b, 1, bctx, 4);
+	ok = ok && !post_send(&p.a, sctx[0], &s1, 1, 0) &&
+	     !post_send(&p.b, sctx[1], &s2, 1, 0) &&
+	     eu_wait_ctx(LP, &p.b, bctx[0], 3000) &&
+	     eu_wait_ctx(LP, &p.a, actx[0], 3000);
+	if (!ok && !why[0])
+		bad("traffic before the close failed");
+	ok = ok && !post_send(&p.a, sctx[2], &s3, 1, 0) &&
+	     !iw_qp_disconnect(p.a.qp);
+	if (ok && !eu_run(LP, done_both_disc, &p, 3000))
+		ok = bad("timeout waiting for both sides to close");
+	ok = ok && check_disconnected(&p.a) && check_disconnected(&p.b);
+	report(ok, "close: graceful disconnect after traffic: DISCONNECTED on both sides");
+	if (!ok)
+		pair_diag(&p);
+	ok = check_once(&p.a, sctx, 3, IW_WC_SUCCESS) &&
+	     check_wc(&p.b, bctx[1], IW_WC_RECV, 100000, 0, 0);
+	if (ok && memcmp(sd[1].dst.addr + CL_RLEN, sd[0].src.addr, 100000))
+		ok = bad("the last message's data differs");
+	report(ok, "close: a Send posted before iw_qp_disconnect is delivered");
+	eu_idle(LP, 100);
+	ok = check_once(&p.a, actx + 1, 3, IW_WC_FLUSHED) &&
+	     check_once(&p.b, bctx + 2, 2, IW_WC_FLUSHED);
+	report(ok, "close: after DISCONNECTED the remaining receives are flushed once");
+	ok = post_recv(&p.a, nctx(), NULL, 0) == -ENOTCONN &&
+	     post_send(&p.b, nctx(), NULL, 0, 0) == -ENOTCONN;
+	report(ok || bad("posting on a closed QP did not return -ENOTCONN"),
+	       "close: posting after the close returns -ENOTCONN");
+	eu_qp_destroy(&p.a);
+	eu_qp_destroy(&p.b);
+	ok = check_once(&p.a, actx, 4, -1) && check_once(&p.b, bctx, 4, -1) &&
+	     check_once(&p.a, sctx, 1, -1) && check_once(&p.b, sctx + 1, 1, -1);
+	report(ok, "close: after destroy every receive completed exactly once");
+	eu_pair_fini(&p);
+}
+
+static bool is_local_catastrophic(const struct iw_err *e)
+{
+	return eu_err_is(e, IW_LAYER_LLP, MPA_ETYPE,
+			 MPA_ECODE_LOCAL_CATASTROPHIC) ||
+	       (e->layer == IW_LAYER_RDMAP &&
+		e->etype == RDMAP_ETYPE_CATASTROPHIC);
+}
+
+/* Abort with a Read outstanding (idle) or a 4 MiB Write in flight. */
+static void abort_case(bool busy)
+{
+	struct iw_sge rs = { .addr = sd[0].dst.addr + 4 * CL_RLEN,
+			     .len = 1 << 20 };
+	struct iw_sge ws = { .addr = sd[0].src.addr, .len = BIG_LEN };
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	void *actx[3], *bctx[3], *op = nctx();
+	const struct eu_ev *e;
+	const char *what = busy ? "with a 4 MiB Write in flight" :
+				  "with a Read outstanding";
+	bool ok;
+
+	cfg_default(&cfg);
+	ok = connect_pair(&p, &cfg) && post_recvs(&p.a, 0, actx, 3) &&
+	     post_recvs(&p.b, 1, bctx, 3);
+	if (ok && busy)
+		ok = !post_write(&p.a, op, &ws, sd[1].dst.stag,
+				 eu_to(&sd[1].dst, 0));
+	else if (ok)
+		ok = !post_read(&p.a, op, &rs, &sd[1].src, 0, 0);
+	ok = ok && !iw_qp_abort(p.a.qp);
+	if (!ok && !why[0])
+		bad("post or abort failed");
+	if (ok && !eu_wait_n_wc(LP, &p.b, 3, 3000))
+		ok = bad("the peer's receives were not flushed");
+	e = eu_fail_ev(&p.b);
+	if (ok && busy && (!e || (e->type != IW_CM_ERROR &&
+				  e->type != IW_CM_DISCONNECTED)))
+		ok = bad("peer event %s", e ? eu_ev_str(e->type) : "none");
+	else if (ok && !busy &&
+		 (!e || e->type != IW_CM_ERROR || !e->remote ||
+		  !is_local_catastrophic(&e->err)))
+		ok = bad("peer event %s remote %d err %s",
+			 e ? eu_ev_str(e->type) : "none", e ? e->remote : 0,
+			 e ? eu_err_str(&e->err) : "-");
+	if (e)
+		tap_diag("  abort %s: peer saw %s remote %d err %s", what,
+			 eu_ev_str(e->type), e->remote, eu_err_str(&e->err));
+	report(ok, "close: abort %s: peer gets %s", what,
+	       busy ? "ERROR or DISCONNECTED" :
+		      "ERROR remote=true, local catastrophic");
+	eu_idle(LP, 50);
+	ok = check_once(&p.a, actx, 3, IW_WC_FLUSHED) &&
+	     check_once(&p.a, &op, 1, -1) &&
+	     check_once(&p.b, bctx, 3, IW_WC_FLUSHED);
+	if (ok && !busy && eu_find_wc(&p.a, op)->status == IW_WC_SUCCESS)
+		ok = bad("the aborted Read completed successfully");
+	eu_qp_destroy(&p.a);
+	eu_qp_destroy(&p.b);
+	ok = ok && check_once(&p.a, actx, 3, -1) &&
+	     check_once(&p.a, &op, 1, -1) && check_once(&p.b, bctx, 3, -1);
+	report(ok, "close: abort %s: all work flushed exactly once on both sides",
+	       what);
+	eu_pair_fini(&p);
+}
+
+static void test_close_abort(void)
+{
+	abort_case(false);
+	abort_case(true);
+}
+
+/* ---- shared receive queue */
+
+#define SRQ_N 20
+
+/* QP k got messages k/0, k/1, ... in order, from the SRQ's buffers. */
+static bool srq_check_qp(const struct eu_qp *q, int k, void *const *rctx,
+			 const uint8_t *rbuf)
+{
+	size_t i, idx;
+
+	for (i = 0; i < SRQ_N; i++) {
+		const struct iw_wc *wc = &q->wc[i];
+		const uint8_t *d;
+
+		idx = (uintptr_t)wc->ctx - (uintptr_t)rctx[0];
+		if (idx >= 2 * SRQ_N)
+			return bad("QP %d message %zu: unknown ctx %p", k, i,
+				   wc->ctx);
+		d = rbuf + idx * 64;
+		if (wc->status != IW_WC_SUCCESS || wc->op != IW_WC_RECV)
+			return bad("QP %d message %zu: status %s", k, i,
+				   eu_status_str(wc->status));
+		if (wc->byte_len != 2 + i || d[0] != k || d[1] != i)
+			return bad("QP %d message %zu: len %u from %u seq %u",
+				   k, i, wc->byte_len, d[0], d[1]);
+	}
+	return true;
+}
+
+static void test_srq(void)
+{
+	static uint8_t rbuf[2 * SRQ_N][64];
+	struct iw_recv_wr rwr;
+	struct iw_sge rsg[2 * SRQ_N], ssg[2][SRQ_N];
+	struct eu_pair_cfg cfg;
+	struct eu_pair p[2];
+	struct iw_srq *srq = NULL;
+	static uint8_t msg[2][SRQ_N][8];
+	void *rctx[2 * SRQ_N];
+	int i, k, rc;
+	bool ok;
+
+	rc = iw_srq_create(env.pd, 64, &srq);
+	ok = !rc || bad("iw_srq_create: %d", rc);
+	cfg_default(&cfg);
+	cfg.resp_attr.srq = srq;
+	ok = ok && connect_pair(&p[0], &cfg) && connect_pair(&p[1], &cfg);
+	for (i = 0; ok && i < 2 * SRQ_N; i++) {
+		rctx[i] = nctx();
+		rsg[i] = (struct iw_sge){ .addr = rbuf[i], .len = 64 };
+		rwr = (struct iw_recv_wr){ .ctx = rctx[i], .sgl = &rsg[i],
+					   .num_sge = 1 };
+		ok = !iw_srq_post_recv(srq, &rwr) || bad("srq post %d", i);
+	}
+	for (i = 0; ok && i < SRQ_N; i++) {
+		for (k = 0; k < 2 && ok; k++) {
+			msg[k][i][0] = (uint8_t)k;
+			msg[k][i][1] = (uint8_t)i;
+			ssg[k][i] = (struct iw_sge){ .addr = msg[k][i],
+						     .len = 2 + (uint32_t)i };
+			ok = !post_send(&p[k].a, nctx(), &ssg[k][i], 1, 0);
+		}
+	}
+	for (k = 0; ok && k < 2; k++)
+		if (!eu_wait_n_wc(LP, &p[k].b, SRQ_N, 5000))
+			ok = bad("QP %d got %zu of %d messages", k, p[k].b.n_wc,
+				 SRQ_N);
+	for (k = 0; ok && k < 2; k++)
+		ok = srq_check_qp(&p[k].b, k, rctx, &rbuf[0][0]);
+	for (i = 0; ok && i < 2 * SRQ_N; i++)
+		if (eu_count_ctx(&p[0].b, rctx[i]) +
+			    eu_count_ctx(&p[1].b, rctx[i]) > 1)
+			ok = bad("receive %d completed twice", i);
+	report(ok, "srq: two QPs on one SRQ receive their own messages in order");
+	eu_pair_fini(&p[0]);
+	eu_pair_fini(&p[1]);
+	/* the unused receives flush at destroy */
+	rc = srq ? iw_srq_destroy(srq) : 0;
+	report(rc == 0 || bad("iw_srq_destroy: %d", rc),
+	       "srq: destroyed after its QPs");
+}
+
+/* ---- peek placement */
+
+#define PK_N 9
+#define PK_PEEK 16
+#define PK_MAGIC 0x5045454bu
+
+struct pk_msg {
+	enum iw_wr_opcode op;
+	uint32_t len;
+	bool discard;
+};
+
+static const struct pk_msg pk_msgs[PK_N] = {
+	{ IW_WR_SEND, 16, false },	{ IW_WR_SEND_SE, 1000, false },
+	{ IW_WR_SEND, 5, false },	{ IW_WR_SEND, 0, false },
+	{ IW_WR_SEND, 70000, false },	{ IW_WR_SEND, 300000, false },
+	{ IW_WR_SEND, 3000, true },	{ IW_WR_SEND_INV, 100, false },
+	{ IW_WR_SEND, 17, false },
+};
+
+struct pk_seen {
+	uint32_t msn, peek_len, seg_len;
+	bool last;
+	unsigned int flags;
+	uint32_t inv_stag;
+	uint8_t peek[PK_PEEK];
+	void *ctx;
+};
+
+static struct {
+	int n;
+	struct pk_seen seen[PK_N + 4];
+	uint8_t *src[PK_N];
+	uint8_t *dst[PK_N];
+	size_t room[PK_N];
+} pk;
+
+static uint32_t pk_peeked(uint32_t len)
+{
+	return len < PK_PEEK ? len : PK_PEEK;
+}
+
+/* The header (when there is room for it) names the destination. */
+static int pk_place(struct eu_qp *q, const struct iw_place *p,
+		    struct iw_sge *dst, void **ctx)
+{
+	struct pk_seen *s;
+	size_t k = (size_t)pk.n, first;
+
+	if (pk.n >= PK_N + 4)
+		return -1;
+	s = &pk.seen[pk.n++];
+	*s = (struct pk_seen){ .msn = p->msn, .peek_len = p->peek_len,
+			       .seg_len = p->seg_len, .last = p->last,
+			       .flags = p->flags, .inv_stag = p->inv_stag };
+	memcpy(s->peek, p->peek, p->peek_len < PK_PEEK ? p->peek_len : PK_PEEK);
+	if (p->peek_len >= 8 && iw_get32(p->peek) == PK_MAGIC)
+		k = iw_get32(p->peek + 4);
+	if (k >= PK_N)
+		return -1;
+	s->ctx = *ctx = &pk.dst[k];
+	if (p->peek_len >= 16 && iw_get32(p->peek + 12))
+		return 0;
+	first = pk.room[k] < 100 ? pk.room[k] : 100;
+	dst[0] = (struct iw_sge){ .addr = pk.dst[k], .len = (uint32_t)first };
+	dst[1] = (struct iw_sge){ .addr = pk.dst[k] + first,
+				  .len = (uint32_t)(pk.room[k] - first) };
+	return 2;
+}
+
+static bool pk_setup(void)
+{
+	int k;
+
+	memset(&pk, 0, sizeof(pk));
+	for (k = 0; k < PK_N; k++) {
+		uint32_t len = pk_msgs[k].len;
+
+		pk.room[k] = len - pk_peeked(len) + RSLACK;
+		pk.src[k] = malloc(len + 1);
+		pk.dst[k] = malloc(pk.room[k] + SLACK);
+		if (!pk.src[k] || !pk.dst[k])
+			return bad("out of memory");
+		memset(pk.dst[k], CANARY, pk.room[k] + SLACK);
+		eu_fill(pk.src[k], len, 1000u + (unsigned int)k);
+		if (len < 16)
+			continue;
+		iw_put32(pk.src[k], PK_MAGIC);
+		iw_put32(pk.src[k] + 4, (uint32_t)k);
+		iw_put32(pk.src[k] + 8, len);
+		iw_put32(pk.src[k] + 12, pk_msgs[k].discard);
+	}
+	return true;
+}
+
+static void pk_free(void)
+{
+	int k;
+
+	for (k = 0; k < PK_N; k++) {
+		free(pk.src[k]);
+		free(pk.dst[k]);
+	}
+}
+
+static unsigned int pk_flags(int k)
+{
+	switch (pk_msgs[k].op) {
+	case IW_WR_SEND_SE:
+		return IW_WC_F_SE;
+	case IW_WR_SEND_INV:
+		return IW_WC_F_INV;
+	default:
+		return 0;
+	}
+}
+
+/* What place() saw for each message. */
+static bool pk_check_seen(uint32_t mulpdu, uint32_t inv_stag)
+{
+	int k;
+
+	if (pk.n != PK_N)
+		return bad("place() called %d times for %d messages", pk.n,
+			   PK_N);
+	for (k = 0; k < PK_N; k++) {
+		const struct pk_seen *s = &pk.seen[k];
+		uint32_t len = pk_msgs[k].len;
+		bool one = len + DDP_UNTAGGED_HDR <= mulpdu;
+
+		if (s->peek_len != pk_peeked(len) ||
+		    memcmp(s->peek, pk.src[k], s->peek_len))
+			return bad("message %d: peek %u octets, want %u", k,
+				   s->peek_len, pk_peeked(len));
+		if (s->msn != pk.seen[0].msn + (uint32_t)k || pk.seen[0].msn != 1)
+			return bad("message %d: MSN %u (first %u)", k, s->msn,
+				   pk.seen[0].msn);
+		if (s->flags != pk_flags(k) ||
+		    ((s->flags & IW_WC_F_INV) && s->inv_stag != inv_stag))
+			return bad("message %d: flags %#x inv %#x", k, s->flags,
+				   s->inv_stag);
+		if (s->seg_len > len || s->last != (s->seg_len == len) ||
+		    (one && s->seg_len != len))
+			return bad("message %d (%u octets): seg_len %u last %d",
+				   k, len, s->seg_len, s->last);
+	}
+	return true;
+}
+
+/* Completions carry place()'s ctx; data lands after the peeked part. */
+static bool pk_check_done(const struct eu_qp *q, int *total_len)
+{
+	int k;
+
+	if (q->n_wc != PK_N)
+		return bad("%zu completions for %d messages", q->n_wc, PK_N);
+	for (k = 0; k < PK_N; k++) {
+		const struct iw_wc *wc = &q->wc[k];
+		uint32_t len = pk_msgs[k].len, rest = len - pk_peeked(len);
+
+		if (wc->ctx != pk.seen[k].ctx || wc->status != IW_WC_SUCCESS ||
+		    wc->op != IW_WC_RECV || wc->flags != pk_flags(k))
+			return bad("message %d: ctx %p (want %p) status %s flags %#x",
+				   k, wc->ctx, pk.seen[k].ctx,
+				   eu_status_str(wc->status), wc->flags);
+		if (wc->byte_len != len && wc->byte_len != rest)
+			return bad("message %d: byte_len %u, want %u", k,
+				   wc->byte_len, len);
+		*total_len += wc->byte_len == len;
+		if (pk_msgs[k].discard) {
+			if (eu_find_not(pk.dst[k], pk.room[k] + SLACK,
+					CANARY) != pk.room[k] + SLACK)
+				return bad("discarded message %d was placed",
+					   k);
+			continue;
+		}
+		if (memcmp(pk.dst[k], pk.src[k] + pk_peeked(len), rest) ||
+		    eu_find_not(pk.dst[k] + rest, RSLACK + SLACK, CANARY) !=
+			    RSLACK + SLACK)
+			return bad("message %d: placed data wrong", k);
+	}
+	return true;
+}
+
+static void test_peek(void)
+{
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	struct iw_sge sg[PK_N];
+	void *sctx[PK_N];
+	int k, full = 0;
+	bool ok;
+
+	cfg_default(&cfg);
+	cfg.init.rtr = IW_RTR_WRITE;
+	cfg.resp_attr.peek_len = PK_PEEK;
+	ok = pk_setup() && connect_pair(&p, &cfg);
+	p.b.place = pk_place;
+	for (k = 0; ok && k < PK_N; k++) {
+		struct iw_send_wr wr = { .ctx = sctx[k] = nctx(),
+					 .op = pk_msgs[k].op,
+					 .flags = IW_WR_SIGNALED,
+					 .sgl = &sg[k], .num_sge = 1,
+					 .inv_stag = sd[1].inv.stag };
+
+		sg[k] = (struct iw_sge){ .addr = pk.src[k],
+					 .len = pk_msgs[k].len };
+		ok = !iw_qp_post_send(p.a.qp, &wr) || bad("post %d", k);
+	}
+	ok = ok && wait_list(&p, &p.a, sctx, PK_N, 5000) &&
+	     check_once(&p.a, sctx, PK_N, IW_WC_SUCCESS);
+	if (ok && !eu_wait_n_wc(LP, &p.b, PK_N, 5000))
+		ok = bad("%zu of %d messages completed", p.b.n_wc, PK_N);
+	if (!ok)
+		pair_diag(&p);
+	ok = ok && pk_check_seen(eu_est(&p.a)->mulpdu, sd[1].inv.stag);
+	report(ok, "peek: place() sees the first octets, MSN, flags and segment of each Send");
+	ok = ok && pk_check_done(&p.b, &full);
+	report(ok, "peek: completions carry place()'s ctx; data lands after the peek; discard works");
+	tap_diag("  peek: byte_len counted the whole message in %d of %d completions",
+		 full, PK_N);
+	ok = !iw_mr_valid(sd[1].inv.mr);
+	report(ok || bad("still valid"),
+	       "peek: Send with Invalidate in peek mode invalidates the STag");
+	if (!iw_mr_valid(sd[1].inv.mr))
+		sd[1].inv.stag = iw_mr_rekey(sd[1].inv.mr);
+	eu_pair_fini(&p);
+	pk_free();
+}
+
+/* ---- a pipeline of small sends with credits */
+
+#define PL_N 10000
+#define PL_RQ 128
+#define PL_SIG 16
+#define PL_RCTX(i) ((void *)(uintptr_t)(0x4000000u + (i)))
+#define PL_SCTX(i) ((void *)(uintptr_t)(0x5000000u + (i)))
+
+static struct {
+	bool active;
+	struct eu_qp *rq;
+	uint8_t rbuf[PL_RQ][64];
+	uint8_t sbuf[256][64];
+	int credits;
+	uint32_t next_rx;
+	int n_bad;
+} pl;
+
+static uint32_t pl_len(uint32_t seq)
+{
+	return 4 + seq % 61;
+}
+
+static void pl_msg(uint8_t *b, uint32_t seq)
+{
+	eu_fill(b, pl_len(seq), seq);
+	iw_put32(b, seq);
+}
+
+static void pl_bad(const char *fmt, uint32_t a, uint32_t b)
+{
+	if (!pl.n_bad++)
+		bad(fmt, a, b);
+}
+
+/* Receiver: check in order, repost the buffer, return a credit. */
+static void pl_on_wc(struct eu_qp *q, const struct iw_wc *wc)
+{
+	size_t slot = (uintptr_t)wc->ctx - (uintptr_t)PL_RCTX(0);
+	uint8_t want[64];
+
+	if (!pl.active)
+		return;
+	if (slot >= PL_RQ || wc->status != IW_WC_SUCCESS) {
+		pl_bad("message %u: status %u", pl.next_rx, wc->status);
+		return;
+	}
+	pl_msg(want, pl.next_rx);
+	if (wc->byte_len != pl_len(pl.next_rx) ||
+	    memcmp(pl.rbuf[slot], want, wc->byte_len))
+		pl_bad("message %u: wrong length or data (len %u)",
+		       pl.next_rx, wc->byte_len);
+	pl.next_rx++;
+	if (post_recv(q, wc->ctx, pl.rbuf[slot], 64))
+		pl_bad("repost failed after %u (%u)", pl.next_rx, 0);
+	pl.credits++;
+}
+
+static bool pl_can_send(void *arg)
+{
+	return pl.credits > 0 || pl.n_bad;
+}
+
+static bool pl_all_in(void *arg)
+{
+	return pl.next_rx >= PL_N || pl.n_bad;
+}
+
+/* Posts while credits last; returns the next sequence number. */
+static uint32_t pl_post(struct eu_qp *q, uint32_t seq)
+{
+	while (pl.credits > 0 && seq < PL_N && !pl.n_bad) {
+		uint8_t *b = pl.sbuf[seq % 256];
+		struct iw_sge sg = { .addr = b, .len = pl_len(seq) };
+		struct iw_send_wr wr = { .ctx = PL_SCTX(seq), .op = IW_WR_SEND,
+					 .sgl = &sg, .num_sge = 1 };
+		int rc;
+
+		pl_msg(b, seq);
+		if (seq % PL_SIG == PL_SIG - 1)
+			wr.flags |= IW_WR_SIGNALED;
+		if (seq & 1)
+			wr.flags |= IW_WR_INLINE;
+		rc = iw_qp_post_send(q->qp, &wr);
+		if (rc == -EAGAIN) {
+			eu_idle(LP, 1);
+			continue;
+		}
+		if (rc) {
+			pl_bad("post_send %u: %d", seq, (uint32_t)rc);
+			break;
+		}
+		seq++;
+		pl.credits--;
+	}
+	return seq;
+}
+
+static bool pl_check_sender(const struct eu_qp *q)
+{
+	size_t i;
+
+	if (q->n_wc != PL_N / PL_SIG)
+		return bad("%zu send completions, want %d", q->n_wc,
+			   PL_N / PL_SIG);
+	for (i = 0; i < q->n_wc; i++)
+		if (q->wc[i].ctx != PL_SCTX(i * PL_SIG + PL_SIG - 1) ||
+		    q->wc[i].status != IW_WC_SUCCESS)
+			return bad("send completion %zu: ctx %p status %s", i,
+				   q->wc[i].ctx,
+				   eu_status_str(q->wc[i].status));
+	return true;
+}
+
+static void test_pipeline(void)
+{
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	uint64_t t0 = eu_now_us(), end;
+	uint32_t seq = 0;
+	int i;
+	bool ok;
+
+	memset(&pl, 0, sizeof(pl));
+	cfg_default(&cfg);
+	ok = connect_pair(&p, &cfg);
+	pl.active = true;
+	p.b.on_wc = pl_on_wc;
+	for (i = 0; ok && i < PL_RQ; i++)
+		ok = !post_recv(&p.b, PL_RCTX(i), pl.rbuf[i], 64);
+	pl.credits = PL_RQ;
+	end = iw_now_ms() + 30000;
+	while (ok && seq < PL_N && !pl.n_bad && iw_now_ms() < end) {
+		seq = pl_post(&p.a, seq);
+		eu_run(LP, pl_can_send, NULL, 2000);
+		if (eu_qp_failed(&p.a) || eu_qp_failed(&p.b))
+			ok = bad("connection failed after %u sends", seq);
+	}
+	ok = ok && eu_run(LP, pl_all_in, NULL, 5000) && !pl.n_bad;
+	if (ok && pl.next_rx != PL_N)
+		ok = bad("%u of %d messages arrived", pl.next_rx, PL_N);
+	if (!ok)
+		pair_diag(&p);
+	report(ok, "pipeline: %d small sends, receives refilled on completion, arrive in order",
+	       PL_N);
+	tap_diag("  pipeline: %.1f ms", (double)(eu_now_us() - t0) / 1000);
+	ok = ok && pl_check_sender(&p.a);
+	report(ok, "pipeline: only the signaled sends complete, in order");
+	pl.active = false;
+	eu_pair_fini(&p);
+}
+
+/* Invalid requests on a connected QP. */
+static void test_bad_requests(void)
+{
+	static uint8_t big[IW_MAX_INLINE + 1];
+	struct iw_sge sg[IW_MAX_SGE + 1];
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	int i, rc1 = 0, rc2 = 0, rc3 = 0;
+	bool ok;
+
+	for (i = 0; i <= IW_MAX_SGE; i++)
+		sg[i] = (struct iw_sge){ .addr = big, .len = 1 };
+	cfg_default(&cfg);
+	ok = connect_pair(&p, &cfg);
+	if (ok) {
+		struct iw_send_wr wr = { .op = IW_WR_SEND, .sgl = sg,
+					 .num_sge = IW_MAX_SGE + 1 };
+		struct iw_recv_wr rwr = { .sgl = sg,
+					  .num_sge = IW_MAX_SGE + 1 };
+
+		rc1 = iw_qp_post_send(p.a.qp, &wr);
+		rc2 = iw_qp_post_recv(p.b.qp, &rwr);
+		sg[0].len = IW_MAX_INLINE + 1;
+		wr.num_sge = 1;
+		wr.flags = IW_WR_INLINE;
+		rc3 = iw_qp_post_send(p.a.qp, &wr);
+		ok = rc1 == -EINVAL && rc2 == -EINVAL && rc3 == -EINVAL;
+		if (!ok)
+			bad("9 SGEs send %d recv %d, inline 257 octets %d", rc1,
+			    rc2, rc3);
+	}
+	report(ok, "api: too many SGEs and oversized inline data: -EINVAL");
+	eu_idle(LP, 20);
+	report((!eu_qp_failed(&p.a) && !eu_qp_failed(&p.b)) ||
+		       bad("a refused request broke the connection"),
+	       "api: refused requests leave the connection up");
+	eu_pair_fini(&p);
+}
+
+/* ---- flow control: a receiver that stops reading */
+
+#define FC_LEN ((size_t)64 << 20)
+#define FC_CHUNK ((size_t)1 << 20)
+#define FC_N ((int)(FC_LEN / FC_CHUNK))
+#define FC_MAX_US 50000
+
+static bool fc_post_all(struct eu_pair *p, uint8_t *src, struct eu_buf *dst,
+			void **ctx, uint64_t *max_us)
+{
+	static struct iw_sge sg[FC_N];
+	uint64_t t0, dt;
+	int i;
+
+	for (i = 0; i < FC_N; i++) {
+		ctx[i] = nctx();
+		sg[i] = (struct iw_sge){ .addr = src + i * FC_CHUNK,
+					 .len = (uint32_t)FC_CHUNK };
+		t0 = eu_now_us();
+		if (post_write(&p->a, ctx[i], &sg[i], dst->stag,
+			       eu_to(dst, i * FC_CHUNK)))
+			return bad("post_write %d failed", i);
+		dt = eu_now_us() - t0;
+		if (dt > *max_us)
+			*max_us = dt;
+	}
+	return true;
+}
+
+static void test_flow_control(void)
+{
+	static uint8_t none[1];
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	struct eu_buf dst = { 0 };
+	uint8_t *src = malloc(FC_LEN);
+	void *ctx[FC_N], *rctx = nctx(), *sctx = nctx();
+	uint64_t max_post = 0;
+	size_t held;
+	bool ok;
+
+	cfg_default(&cfg);
+	cfg.init.crc = true;
+	ok = src && !eu_buf_alloc(&dst, env.pd, FC_LEN,
+				  IW_ACC_LOCAL_WRITE | IW_ACC_REMOTE_WRITE,
+				  false) &&
+	     connect_pair(&p, &cfg);
+	if (src)
+		eu_fill(src, FC_LEN, 4242);
+	p.b.paused = true;
+	p.a.max_progress_us = 0;
+	ok = ok && fc_post_all(&p, src, &dst, ctx, &max_post);
+	eu_idle(LP, 600);
+	held = p.a.n_wc;
+	if (ok && (max_post >= FC_MAX_US || p.a.max_progress_us >= FC_MAX_US))
+		ok = bad("longest post_send %llu us, progress %llu us",
+			 (unsigned long long)max_post,
+			 (unsigned long long)p.a.max_progress_us);
+	report(ok, "flow: receiver stopped: post_send and progress never block");
+	tap_diag("  flow: %zu of %d Writes completed while the receiver slept (%llu progress calls, longest %llu us)",
+		 held, FC_N, (unsigned long long)p.a.n_progress,
+		 (unsigned long long)p.a.max_progress_us);
+	p.b.paused = false;
+	ok = ok && wait_list(&p, &p.a, ctx, FC_N, 30000) &&
+	     check_once(&p.a, ctx, FC_N, IW_WC_SUCCESS) &&
+	     !post_recv(&p.b, rctx, none, 1) &&
+	     !post_send(&p.a, sctx, NULL, 0, 0) &&
+	     eu_wait_ctx(LP, &p.b, rctx, 10000) &&
+	     check_wc(&p.b, rctx, IW_WC_RECV, 0, 0, 0);
+	if (ok && (eu_hash(dst.addr, FC_LEN) != eu_hash(src, FC_LEN) ||
+		   memcmp(dst.addr, src, FC_LEN)))
+		ok = bad("the 64 MiB differ");
+	if (ok && p.a.max_progress_us >= FC_MAX_US)
+		ok = bad("a sender progress call took %llu us",
+			 (unsigned long long)p.a.max_progress_us);
+	if (!ok)
+		pair_diag(&p);
+	report(ok, "flow: all 64 MiB arrive intact once the receiver resumes");
+	eu_pair_fini(&p);
+	eu_buf_free(&dst);
+	free(src);
+}
+
+/* ---- main */
+
+static void timed(const char *name, void (*fn)(void))
+{
+	uint64_t t0 = eu_now_us();
+
+	fn();
+	tap_diag("%s: %.0f ms", name, (double)(eu_now_us() - t0) / 1000);
+}
+
+int main(void)
+{
+	int rc;
+
+	alarm(240);	/* a hang is a failure, not a stuck CI job */
+	rc = eu_env_open(&env);
+	if (rc || !sides_alloc()) {
+		tap_ok(0, "device, PD and buffers (%d)", rc);
+		return tap_done();
+	}
+	env.loop.busy = getenv("EU_BUSY") != NULL;
+	timed("ird/ord table", test_ird_ord_table);
+	timed("mr rekey", test_mr_rekey);
+	timed("matrix", test_matrix);
+	timed("multi-sge", test_multi_sge);
+	timed("rtr forced", test_rtr_forced);
+	timed("rtr responder", test_rtr_responder);
+	timed("rtr reply all", test_rtr_reply_all);
+	timed("rtr none", test_rtr_none);
+	timed("client-server", test_cs_first_fpdu);
+	timed("rev1", test_rev1);
+	timed("reject", test_reject);
+	timed("pdata", test_pdata);
+	timed("ird/ord e2e", test_ird_ord_e2e);
+	timed("ord limit", test_ord_limit);
+	timed("order read/writes", test_order_read_writes);
+	timed("order write/send", test_order_write_send);
+	timed("fence", test_fence);
+	timed("write invalidated", test_write_invalidated);
+	timed("access errors", test_access_errors);
+	timed("send inv", test_send_inv_ok);
+	timed("send inv denied", test_send_inv_denied);
+	timed("close graceful", test_close_graceful);
+	timed("close abort", test_close_abort);
+	timed("srq", test_srq);
+	timed("peek", test_peek);
+	timed("pipeline", test_pipeline);
+	timed("bad requests", test_bad_requests);
+	timed("flow control", test_flow_control);
+	sides_free();
+	rc = eu_env_close(&env);
+	report(rc == 0 || bad("eu_env_close: %d", rc),
+	       "teardown: PD and device close with nothing left over");
+	return tap_done();
 }

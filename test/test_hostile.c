@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,6 +56,7 @@
 #define SLOW_TOTAL ((uint64_t)MSG_LEN * N_MSG)
 #define SLOW_LIMIT_US 50000	/* one iw_qp_progress / post call */
 #define SRC_LEN (16u << 20)
+#define CASE_ALARM_S 60		/* a hung case process is killed */
 
 /* ---- registered regions, allocated once */
 
@@ -76,8 +78,8 @@ static const struct mr_spec mr_specs[N_MR] = {
 	[MR_PD2] = { "other-pd", 4096, true, 0,
 		     IW_ACC_LOCAL_WRITE | IW_ACC_REMOTE_WRITE |
 		     IW_ACC_REMOTE_READ },
-	/* the last octet has TO 2^64 - 1 */
-	[MR_TOP] = { "top-of-TO-space", 4096, false, UINT64_MAX - 4095,
+	/* the last octet has TO 2^64 - 2: the end is still representable */
+	[MR_TOP] = { "top-of-TO-space", 4096, false, UINT64_MAX - 4096,
 		     IW_ACC_LOCAL_WRITE | IW_ACC_REMOTE_WRITE },
 	[MR_SINK] = { "read-sink", 4096, false, 0, IW_ACC_LOCAL_WRITE },
 	[MR_SRC] = { "read-source", SRC_LEN, false, 0, IW_ACC_REMOTE_READ },
@@ -1157,6 +1159,8 @@ static void check_wire_term(const struct hctx *c)
 	       k->name, p->after_term);
 	if (!ok || !copies || p->after_term)
 		diag_term(c);
+	else
+		diag_hex("Terminate", p->term_raw, p->term_raw_len);
 }
 
 static void check_qp_error(const struct hctx *c, bool remote)
@@ -1464,8 +1468,11 @@ static void check_init_failed(struct hctx *c)
 	if (!ev)
 		ev = cm_find(c, IW_CM_ERROR);
 	ok = ev && !cm_find(c, IW_CM_ESTABLISHED);
-	if (!tap_ok(ok, "%s: engine reports UNREACHABLE or ERROR", k->name))
-		diag_events(c);
+	tap_ok(ok, "%s: engine reports UNREACHABLE or ERROR", k->name);
+	diag_events(c);
+	tap_diag("after its Request the engine sent %d FPDUs (%d "
+		 "Terminates), eof %d", c->peer.n_seg, c->peer.n_term,
+		 c->peer.eof);
 	if (!c->qp_done)
 		qp_progress(c);
 	s = iw_qp_state(c->qp);
@@ -1777,12 +1784,105 @@ static int alloc_regions(void)
 	return 0;
 }
 
+/*
+ * Each case runs in a child process whose stdout comes back through a
+ * pipe: its TAP lines are renumbered here. Its stderr goes to a file that
+ * is copied to ours and searched for sanitizer reports (UBSan does not
+ * stop the program by default). A crash, a report, a nonzero exit
+ * (LeakSanitizer) or a hang fails that case without hiding the others.
+ */
+static void relay(FILE *in)
+{
+	char *line = NULL, *rest;
+	size_t cap = 0;
+	ssize_t n;
+	bool ok;
+
+	while ((n = getline(&line, &cap, in)) > 0) {
+		if (line[n - 1] == '\n')
+			line[n - 1] = 0;
+		ok = !strncmp(line, "ok ", 3);
+		rest = strstr(line, " - ");
+		if ((ok || !strncmp(line, "not ok ", 7)) && rest)
+			tap_ok(ok, "%s", rest + 3);
+		else
+			printf("%s\n", line);
+	}
+	free(line);
+}
+
+/* Copies the child's stderr to ours; returns the sanitizer reports. */
+static int sanitizer_reports(FILE *err)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	int n = 0;
+
+	rewind(err);
+	while (getline(&line, &cap, err) > 0) {
+		fputs(line, stderr);
+		if (strstr(line, "runtime error:") ||
+		    strstr(line, "ERROR: AddressSanitizer") ||
+		    strstr(line, "ERROR: LeakSanitizer")) {
+			if (!n++)
+				tap_diag("stderr: %.*s", (int)strcspn(line, "\n"),
+					 line);
+		}
+	}
+	free(line);
+	return n;
+}
+
+static void run_child(const struct hcase *k, unsigned short port,
+		      int out, FILE *err)
+{
+	dup2(out, STDOUT_FILENO);
+	close(out);
+	dup2(fileno(err), STDERR_FILENO);
+	alarm(CASE_ALARM_S);
+	k->run(k, port);
+	fflush(stdout);
+	exit(0);	/* not _exit: LeakSanitizer runs at exit */
+}
+
+static void run_isolated(const struct hcase *k, unsigned short port)
+{
+	int pfd[2], status = 0, reports;
+	FILE *in, *err = tmpfile();
+	pid_t pid;
+
+	fflush(stdout);
+	if (!err || pipe(pfd) || (pid = fork()) < 0) {
+		tap_ok(0, "%s: fork: %s", k->name, strerror(errno));
+		return;
+	}
+	if (!pid) {
+		close(pfd[0]);
+		run_child(k, port, pfd[1], err);
+	}
+	close(pfd[1]);
+	in = fdopen(pfd[0], "r");
+	relay(in);
+	fclose(in);
+	waitpid(pid, &status, 0);
+	reports = sanitizer_reports(err);
+	fclose(err);
+	tap_ok(WIFEXITED(status) && !WEXITSTATUS(status) && !reports,
+	       "%s: case process exited cleanly (%s %d, %d sanitizer "
+	       "reports)", k->name, WIFSIGNALED(status) ? "signal" : "exit",
+	       WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
+	       reports);
+}
+
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
 	size_t i;
 	int j;
 
+	/* line-buffered before any output, so that a crashing case process
+	 * (which inherits it) loses no diagnostics */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
 	if (alloc_regions()) {
 		fprintf(stderr, "out of memory\n");
@@ -1790,7 +1890,7 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < N_CASES; i++)
 		if (!only || strstr(cases[i].name, only))
-			cases[i].run(&cases[i],
+			run_isolated(&cases[i],
 				     (unsigned short)(PORT_BASE + i));
 	for (j = 0; j < N_MR; j++)
 		free(region[j]);
