@@ -193,7 +193,8 @@ int iw_qp_connect(struct iw_qp *qp, const struct sockaddr *dst,
 	ret = iw_cm_check_param(&qp->param);
 	if (ret)
 		return ret;
-	memcpy(qp->pdata, param->pdata, param->pdata_len);
+	if (param->pdata_len)
+		memcpy(qp->pdata, param->pdata, param->pdata_len);
 	qp->param.pdata = qp->pdata;
 	memcpy(&qp->dst, dst, len);
 	qp->dst_len = len;

@@ -216,8 +216,17 @@ struct mpa_writer {
 	uint32_t crc;
 };
 
+/* Appends src; a marker due at the current position comes first, also
+ * when len is 0 (so the caller can place one before the CRC). */
 static void mpa_write(struct mpa_writer *w, const uint8_t *src, size_t len)
 {
+	if (!len && w->markers && w->pos % MPA_MARKER_INTERVAL == 0) {
+		iw_put16(w->out + w->n, 0);
+		iw_put16(w->out + w->n + 2, (uint16_t)(w->pos - w->fpdu_start));
+		w->n += MPA_MARKER_LEN;
+		w->pos += MPA_MARKER_LEN;
+		return;
+	}
 	while (len) {
 		size_t room = len;
 
@@ -272,6 +281,10 @@ ssize_t mpa_fpdu_build(uint8_t *buf, size_t cap, const uint8_t *ulpdu,
 	mpa_write(&w, hdr, sizeof(hdr));
 	mpa_write(&w, ulpdu, ulpdu_len);
 	mpa_write(&w, zeros, mpa_pad(ulpdu_len));
+	/* A marker due right before the CRC field belongs to this FPDU and
+	 * is covered by its CRC, like every marker before it (RFC 5044 §6;
+	 * one can never fall inside the 4-aligned CRC field). */
+	mpa_write(&w, NULL, 0);
 	/* The CRC covers everything written so far, markers included. */
 	c = crc ? iw_crc32c_final(iw_crc32c_update(IW_CRC32C_INIT, buf, w.n))
 		: 0;

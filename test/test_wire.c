@@ -505,6 +505,21 @@ static void test_markers(void)
 	tap_ok(!strstr(r->log, "ERR") && !strstr(r->log, "INCOMPLETE"),
 	       "receive stream accepts the marked FPDUs with CRC");
 
+	/* 4 + 2 + 506 = 512: the next marker falls between pad and CRC */
+	pos = 0;
+	n = mpa_fpdu_build(out, sizeof(out), ulpdu, 506, true, true, &pos);
+	{
+		uint32_t c = iw_crc32c(out, 516);
+
+		tap_ok(n == 520 && iw_get32(out + 512) == 512 &&
+		       out[516] == (uint8_t)c && out[519] == (uint8_t)(c >> 24),
+		       "a marker right before the CRC is covered by it");
+	}
+	run_rx(r, true, true, out, (size_t)n, NULL, NULL);
+	tap_ok(!strstr(r->log, "ERR") && !strstr(r->log, "INCOMPLETE") &&
+	       strstr(r->log, "ulpdu=506"),
+	       "receive stream accepts a marker before the CRC");
+
 	s = marked_stream(&len, true);
 	check_rechunk("golden stream with markers", true, true, s, len);
 	{
