@@ -240,15 +240,18 @@ static void iw_cm_unreachable(struct iw_qp *qp, int status,
 		.status = status,
 	};
 
+	bool report = !qp->ev_final;
+
 	if (err)
 		ev.err = *err;
+	else
+		iw_fail(&ev.err, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_CLOSED,
+			"connection closed during MPA startup");
 	iw_qp_close_socket(qp, true);
-	qp->cm = CM_ERROR;
-	iw_qp_fatal(qp, err ? err : &ev.err, NULL, false);
-	if (!qp->ev_final) {
-		qp->ev_final = true;
+	qp->ev_final = true;	/* this event, not a generic error */
+	iw_qp_fatal(qp, &ev.err, NULL, false);
+	if (report)
 		iw_qp_event(qp, &ev);
-	}
 }
 
 /* The connection closed while we waited for the Reply: a rev-1 responder
@@ -299,14 +302,16 @@ static void iw_cm_rejected(struct iw_qp *qp, const struct mpa_frame *f)
 {
 	struct iw_cm_event ev;
 
+	bool report = !qp->ev_final;
+
 	iw_cm_fill_event(qp, f, &ev);
 	ev.type = IW_CM_REJECTED;
 	ev.status = -ECONNREFUSED;
 	iw_qp_close_socket(qp, false);
-	qp->cm = CM_ERROR;
+	qp->ev_final = true;	/* this event, not a generic error */
 	iw_qp_fatal(qp, &ev.err, NULL, false);
-	qp->ev_final = true;
-	iw_qp_event(qp, &ev);
+	if (report)
+		iw_qp_event(qp, &ev);
 }
 
 /* Full operation begins for the initiator once the Reply is accepted. */

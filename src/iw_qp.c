@@ -233,10 +233,9 @@ static void iw_qp_flush(struct iw_qp *qp, enum iw_wc_status st)
 
 		if (w->done)
 			continue;
+		/* our own work did not cause the failure: it is flushed */
 		w->done = true;
-		/* what was on the wire when the stream failed gets st */
-		w->status = i == qp->sq_head && i != qp->sq_tx ?
-				    st : IW_WC_FLUSHED;
+		w->status = IW_WC_FLUSHED;
 		w->err = *err;
 		w->flags |= IW_WR_SIGNALED;
 	}

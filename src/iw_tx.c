@@ -433,7 +433,7 @@ void iw_tx_terminate(struct iw_qp *qp, const struct iw_err *err,
 		.etype = err->etype,
 		.ecode = err->ecode,
 	};
-	bool copy = seg && err->layer != IW_LAYER_LLP &&
+	bool copy = seg && seg->raw && err->layer != IW_LAYER_LLP &&
 		    !(err->layer == IW_LAYER_RDMAP &&
 		      err->etype == RDMAP_ETYPE_CATASTROPHIC);
 	uint8_t term[RDMAP_TERM_MAX], ulpdu[DDP_UNTAGGED_HDR + RDMAP_TERM_MAX];
@@ -449,7 +449,14 @@ void iw_tx_terminate(struct iw_qp *qp, const struct iw_err *err,
 		return;
 	qp->term_queued = true;
 	if (copy) {
-		size_t dl = seg->hdr.tagged ? DDP_TAGGED_HDR : DDP_UNTAGGED_HDR;
+		size_t dl = seg->raw[0] & 0x80 ? DDP_TAGGED_HDR :
+						 DDP_UNTAGGED_HDR;
+
+		copy = seg->raw_len >= dl;	/* "if possible" */
+	}
+	if (copy) {
+		size_t dl = seg->raw[0] & 0x80 ? DDP_TAGGED_HDR :
+						 DDP_UNTAGGED_HDR;
 
 		t.hdrct = RDMAP_TERM_M | RDMAP_TERM_D;
 		t.seg_len = seg->ulpdu_len;

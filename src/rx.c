@@ -184,11 +184,8 @@ static int iw_rx_hdr_done(struct iw_rx *rx)
 	const uint8_t *ddp = rx->hdr + MPA_FPDU_HDR;
 	size_t base = seg->hdr.tagged ? DDP_TAGGED_HDR : DDP_UNTAGGED_HDR;
 	size_t extra = rx->hdr_need - MPA_FPDU_HDR - base;
-	int ret;
+	int ret = 0;
 
-	ret = ddp_hdr_parse(ddp, base, &seg->hdr, &rx->err);
-	if (ret)
-		goto fail;
 	if (seg->hdr.opcode == RDMAP_READ_REQ)
 		ret = rdmap_rreq_parse(ddp + base, seg->ulpdu_len - base,
 				       &seg->rreq, &rx->err);
@@ -204,19 +201,22 @@ fail:
 }
 
 /*
- * Header octets arrive in three steps: ULPDU_Length, the control word
- * (which fixes the header size), then the rest.
+ * Header octets arrive in steps: ULPDU_Length; the control word, whose T
+ * bit fixes the DDP header size; the DDP header, validated once complete
+ * (so a Terminate can always copy it, RFC 5040 figure 10); then the
+ * RDMAP header of a Read Request or Terminate.
  */
 static int iw_rx_hdr_progress(struct iw_rx *rx)
 {
 	struct iw_rx_seg *seg = &rx->seg;
 	size_t base;
-	int ret;
 
+	seg->raw_len = rx->hdr_have - MPA_FPDU_HDR;
 	if (rx->hdr_have < rx->hdr_need)
 		return 0;
 	if (rx->hdr_need == MPA_FPDU_HDR) {
 		memset(seg, 0, sizeof(*seg));
+		seg->raw = rx->hdr + MPA_FPDU_HDR;
 		seg->ulpdu_len = iw_get16(rx->hdr);
 		if (seg->ulpdu_len < DDP_TAGGED_HDR)
 			return iw_rx_fail(rx, IW_LAYER_DDP,
@@ -225,21 +225,24 @@ static int iw_rx_hdr_progress(struct iw_rx *rx)
 		rx->hdr_need = MPA_FPDU_HDR + 2;
 		return 0;
 	}
+	base = rx->hdr[MPA_FPDU_HDR] & 0x80 ? DDP_TAGGED_HDR :
+					      DDP_UNTAGGED_HDR;
 	if (rx->hdr_need == MPA_FPDU_HDR + 2) {
-		/* control word only: version, opcode, T flag */
-		ret = ddp_hdr_parse(rx->hdr + MPA_FPDU_HDR, 2, &seg->hdr,
-				    &rx->err);
-		if (ret != -EAGAIN) {
-			rx->state = IW_RX_ERROR;
-			return -EPROTO;
-		}
-		base = seg->hdr.tagged ? DDP_TAGGED_HDR : DDP_UNTAGGED_HDR;
 		if (seg->ulpdu_len < base)
 			return iw_rx_fail(rx, IW_LAYER_DDP,
 					  DDP_ETYPE_CATASTROPHIC, 0,
 					  "ULPDU shorter than its DDP header");
-		rx->hdr_need = MPA_FPDU_HDR + base +
-			iw_rx_extra(seg->hdr.opcode, seg->ulpdu_len - base);
+		rx->hdr_need = MPA_FPDU_HDR + base;
+		return 0;
+	}
+	if (rx->hdr_need == MPA_FPDU_HDR + base) {
+		if (ddp_hdr_parse(rx->hdr + MPA_FPDU_HDR, base, &seg->hdr,
+				  &rx->err)) {
+			rx->state = IW_RX_ERROR;
+			return -EPROTO;
+		}
+		rx->hdr_need += iw_rx_extra(seg->hdr.opcode,
+					    seg->ulpdu_len - base);
 		if (rx->hdr_have < rx->hdr_need)
 			return 0;
 	}

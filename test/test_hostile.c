@@ -320,8 +320,13 @@ static const struct iw_qp_ops qp_ops = {
 
 static struct wrrec *wr_new(struct hctx *c, enum wr_kind kind)
 {
-	struct wrrec *w = &c->wr[c->n_wr++];
+	struct wrrec *w;
 
+	if (c->n_wr >= MAX_WR) {
+		fprintf(stderr, "test bug: more than %d WRs\n", MAX_WR);
+		abort();
+	}
+	w = &c->wr[c->n_wr++];
 	memset(w, 0, sizeof(*w));
 	w->kind = kind;
 	return w;
@@ -881,7 +886,7 @@ static int mrs_reg(struct hctx *c)
 		ret = iw_mr_reg(s->pd2 ? c->pd2 : c->pd, region[i], s->len,
 				s->base_to, s->access, &c->mr[i]);
 		if (ret && i == MR_TOP) {
-			/* the engine refuses a region ending at 2^64 */
+			/* the engine refuses the top of the TO space */
 			tap_diag("iw_mr_reg(top of TO space): %d, TO wrap "
 				 "case falls back to the write region", ret);
 			c->top_fallback = true;
@@ -1358,6 +1363,8 @@ static void run_term(const struct hcase *k, unsigned short port)
 	}
 	drive(c, term_done, k->ms ? k->ms : CASE_MS);
 	drive(c, never, 50);	/* anything after the Terminate? */
+	tap_diag("connection closed by the engine: %s",
+		 c->peer.eof ? "yes" : "no");
 	check_wire_term(c);
 	check_qp_error(c, false);
 	check_flushed(c);
@@ -1825,8 +1832,8 @@ static int sanitizer_reports(FILE *err)
 		    strstr(line, "ERROR: AddressSanitizer") ||
 		    strstr(line, "ERROR: LeakSanitizer")) {
 			if (!n++)
-				tap_diag("stderr: %.*s", (int)strcspn(line, "\n"),
-					 line);
+				tap_diag("stderr: %.*s",
+					 (int)strcspn(line, "\n"), line);
 		}
 	}
 	free(line);
