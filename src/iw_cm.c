@@ -505,8 +505,12 @@ static void iw_req_unlink(struct iw_conn_req *req)
 
 static void iw_req_drop(struct iw_conn_req *req, const char *why)
 {
-	iw_log(req->l->dev, 1, "dropping connection request: %s", why);
+	struct iw_listener *l = req->l;
+
+	iw_log(l->dev, 1, "dropping connection request: %s", why);
 	iw_req_unlink(req);
+	if (req->notified && l->ops && l->ops->conn_dropped)
+		l->ops->conn_dropped(l->arg, req);
 	if (req->fd >= 0)
 		close(req->fd);
 	free(req);
@@ -551,6 +555,18 @@ void iw_conn_req_set_ctx(struct iw_conn_req *req, void *ctx)
 void *iw_conn_req_ctx(const struct iw_conn_req *req)
 {
 	return req->ctx;
+}
+
+int iw_conn_req_getname(const struct iw_conn_req *req, struct sockaddr *sa,
+			socklen_t *len)
+{
+	return getsockname(req->fd, sa, len) ? -errno : 0;
+}
+
+int iw_conn_req_getpeer(const struct iw_conn_req *req, struct sockaddr *sa,
+			socklen_t *len)
+{
+	return getpeername(req->fd, sa, len) ? -errno : 0;
 }
 
 static void iw_listener_accept_tcp(struct iw_listener *l)
@@ -693,6 +709,7 @@ int iw_reject(struct iw_conn_req *req, const void *pdata, uint16_t len)
 	struct iw_ird_ord zero = { 0, 0 };
 
 	iw_req_send_reject(req, pdata, len, &zero);
+	req->notified = false;	/* decided: no conn_dropped */
 	iw_req_drop(req, "rejected by the ULP");
 	return 0;
 }
@@ -723,6 +740,8 @@ int iw_accept(struct iw_conn_req *req, struct iw_qp *qp,
 	qp->param = *param;
 	iw_cm_defaults(&qp->param);
 	qp->param.rev = f->rev;
+	/* the Reply mirrors the Request: no enhanced block, 512 octets */
+	qp->param.no_enhanced = !f->enhanced;
 	ret = iw_cm_check_param(&qp->param);
 	if (ret)
 		return ret;
@@ -743,6 +762,7 @@ int iw_accept(struct iw_conn_req *req, struct iw_qp *qp,
 			r.rtr & IW_RTR_READ, &reply, &use, &err);
 		if (ret) {
 			iw_req_send_reject(req, NULL, 0, &reply);
+			req->notified = false;
 			iw_req_drop(req, err.why);
 			return -ECONNREFUSED;
 		}

@@ -422,7 +422,9 @@ int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr)
 		w->sge[0].len = len;
 		w->nsge = len ? 1 : 0;
 	} else {
-		memcpy(w->sge, wr->sgl, (size_t)wr->num_sge * sizeof(*w->sge));
+		if (wr->num_sge)
+			memcpy(w->sge, wr->sgl,
+			       (size_t)wr->num_sge * sizeof(*w->sge));
 		w->nsge = wr->num_sge;
 	}
 	qp->sq_tail++;
@@ -442,7 +444,8 @@ static int iw_rq_post(struct iw_rq *rq, const struct iw_recv_wr *wr)
 		return -EAGAIN;
 	w = &rq->q[(rq->head + rq->count) % rq->size];
 	w->ctx = wr->ctx;
-	memcpy(w->sge, wr->sgl, (size_t)wr->num_sge * sizeof(*w->sge));
+	if (wr->num_sge)
+		memcpy(w->sge, wr->sgl, (size_t)wr->num_sge * sizeof(*w->sge));
 	w->nsge = wr->num_sge;
 	w->len = len;
 	rq->count++;
@@ -456,6 +459,28 @@ int iw_qp_post_recv(struct iw_qp *qp, const struct iw_recv_wr *wr)
 	if (qp->cm == CM_ERROR || qp->cm == CM_CLOSED)
 		return -ENOTCONN;
 	return iw_rq_post(&qp->rq, wr);
+}
+
+int iw_qp_cancel_recv(struct iw_qp *qp, void *ctx)
+{
+	struct iw_rq *rq = &qp->rq;
+	uint32_t i, j;
+
+	if (qp->srq)
+		return -ENOENT;
+	for (i = 0; i < rq->count; i++) {
+		struct iw_rwqe w = rq->q[(rq->head + i) % rq->size];
+
+		if (w.ctx != ctx)
+			continue;
+		for (j = i; j + 1 < rq->count; j++)
+			rq->q[(rq->head + j) % rq->size] =
+				rq->q[(rq->head + j + 1) % rq->size];
+		rq->count--;
+		iw_flush_rwqe(qp, ctx, IW_WC_FLUSHED, NULL);
+		return 0;
+	}
+	return -ENOENT;
 }
 
 int iw_srq_create(struct iw_pd *pd, uint32_t size, struct iw_srq **srqp)
@@ -489,6 +514,8 @@ int iw_srq_post_recv(struct iw_srq *srq, const struct iw_recv_wr *wr)
 
 /* ---- close */
 
+static void iw_qp_closing_progress(struct iw_qp *qp);
+
 int iw_qp_disconnect(struct iw_qp *qp)
 {
 	switch (qp->cm) {
@@ -496,6 +523,7 @@ int iw_qp_disconnect(struct iw_qp *qp)
 		qp->cm = CM_CLOSING;
 		qp->deadline = iw_now_ms() + qp->param.timeout_ms;
 		iw_tx_pump(qp);
+		iw_qp_closing_progress(qp);	/* FIN now if nothing is queued */
 		return 0;
 	case CM_CLOSING:
 	case CM_CLOSED:
@@ -577,44 +605,46 @@ uint64_t iw_qp_deadline(const struct iw_qp *qp)
 	return qp->deadline;
 }
 
+/* True once nothing is left to drive: no socket, nothing queued. */
+static bool iw_qp_finished(const struct iw_qp *qp)
+{
+	return (qp->cm == CM_ERROR || qp->cm == CM_CLOSED) && qp->fd < 0;
+}
+
+/* In error the only work left is pushing the Terminate out, then the
+ * reset (bounded by the deadline set when the error happened). */
+static void iw_qp_error_progress(struct iw_qp *qp)
+{
+	if (qp->fd < 0)
+		return;
+	iw_tx_pump(qp);
+	if (!iw_tx_pending(qp) || iw_now_ms() >= qp->deadline) {
+		iw_qp_close_socket(qp, true);
+		qp->deadline = 0;
+	}
+}
+
 int iw_qp_progress(struct iw_qp *qp)
 {
-	int ret;
-
-	switch (qp->cm) {
-	case CM_IDLE:
+	if (qp->cm == CM_IDLE)
 		return 0;
-	case CM_CLOSED:
-		return -ENOTCONN;
-	case CM_ERROR:
-		/* push the Terminate out, then reset */
-		if (qp->fd >= 0) {
+	if (qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {
+		iw_cm_progress(qp);
+		if (qp->cm == CM_TCP_CONNECT || qp->cm == CM_WAIT_REP) {
+			if (qp->fd >= 0)
+				iw_tx_pump(qp);
+		} else if (qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {
 			iw_tx_pump(qp);
-			if (!iw_tx_pending(qp) ||
-			    iw_now_ms() >= qp->deadline) {
-				iw_qp_close_socket(qp, true);
-				qp->deadline = 0;
-			}
+			if (qp->cm != CM_ERROR)
+				iw_rx_pump(qp);
+			if (qp->cm != CM_ERROR && qp->cm != CM_CLOSED)
+				iw_tx_pump(qp);
+			iw_qp_closing_progress(qp);
 		}
-		return qp->fd >= 0 ? 0 : -ECONNABORTED;
-	default:
-		break;
 	}
-	ret = iw_cm_progress(qp);
-	if (ret < 0 || qp->fd < 0 || qp->cm == CM_ERROR)
-		return qp->cm == CM_ERROR || qp->cm == CM_CLOSED ? -EPIPE : 0;
-	if (qp->cm == CM_TCP_CONNECT || qp->cm == CM_WAIT_REP) {
-		iw_tx_pump(qp);
-		return 0;
-	}
-	iw_tx_pump(qp);
 	if (qp->cm == CM_ERROR)
-		return 0;
-	iw_rx_pump(qp);
-	if (qp->cm != CM_ERROR && qp->cm != CM_CLOSED)
-		iw_tx_pump(qp);
-	iw_qp_closing_progress(qp);
-	return 0;
+		iw_qp_error_progress(qp);
+	return iw_qp_finished(qp) ? -ENOTCONN : 0;
 }
 
 static int iw_qp_sockname(int fd, bool peer, struct sockaddr *sa,

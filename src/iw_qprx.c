@@ -412,7 +412,8 @@ static int iw_qprx_start(void *arg, const struct iw_rx_seg *seg,
 {
 	struct iw_qp *qp = arg;
 
-	if (qp->cm == CM_WAIT_RTR) {
+	/* a Terminate instead of the RTR is the peer's verdict, not ours */
+	if (qp->cm == CM_WAIT_RTR && seg->hdr.opcode != RDMAP_TERMINATE) {
 		if (iw_rx_rtr(qp, seg, err))
 			return -EPROTO;
 		if (!qp->p2p)
@@ -458,7 +459,7 @@ static int iw_qprx_done(void *arg, const struct iw_rx_seg *seg,
 	struct iw_qp *qp = arg;
 	const struct ddp_hdr *h = &seg->hdr;
 
-	if (qp->cm == CM_WAIT_RTR) {
+	if (qp->cm == CM_WAIT_RTR && h->opcode != RDMAP_TERMINATE) {
 		iw_qp_established(qp);
 		if (qp->rtr_used == IW_RTR_SEND) {
 			qp->rx_msn[DDP_QN_SEND]++;

@@ -487,8 +487,11 @@ bool eu_run(struct eu_loop *lp, bool (*done)(void *), void *arg,
 {
 	struct pollfd pfd[2 * EU_MAX_OBJS];
 	struct poll_slot slot[2 * EU_MAX_OBJS];
-	uint64_t end = iw_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t end = iw_now_ms();
 	int n, rc;
+
+	if (timeout_ms > 0)
+		end += (uint64_t)timeout_ms;
 
 	for (;;) {
 		if (done && done(arg))
@@ -581,14 +584,29 @@ int eu_post_send(struct eu_loop *lp, struct eu_qp *q,
 
 /* ---- environment */
 
+/* Engine log lines up to EU_LOG's level go to stderr. */
+static void eu_log(void *arg, int level, const char *msg)
+{
+	int max = *(int *)arg;
+
+	if (level <= max)
+		fprintf(stderr, "# engine[%d]: %s\n", level, msg);
+}
+
 int eu_env_open(struct eu_env *env)
 {
+	static int log_level;
+	const char *lv = getenv("EU_LOG");
 	int rc;
 
 	memset(env, 0, sizeof(*env));
 	rc = iw_dev_open(&env->dev);
 	if (rc)
 		return rc;
+	if (lv) {
+		log_level = atoi(lv);
+		iw_dev_set_log(env->dev, eu_log, &log_level);
+	}
 	rc = iw_pd_alloc(env->dev, &env->pd);
 	if (rc) {
 		iw_dev_close(env->dev);
@@ -760,7 +778,8 @@ static bool done_init_side(void *arg)
 {
 	struct eu_pair *p = arg;
 
-	return eu_est(&p->a) || eu_qp_failed(&p->a) || eu_qp_failed(&p->b);
+	return eu_est(&p->a) || eu_qp_failed(&p->a) || eu_qp_failed(&p->b) ||
+	       p->lst.n_accept_fail;
 }
 
 static bool done_both(void *arg)
@@ -799,6 +818,8 @@ int eu_pair_wait(struct eu_pair *p, const struct eu_pair_cfg *cfg)
 
 	if (!eu_run(lp, done_init_side, p, tmo))
 		return -ETIMEDOUT;
+	if (p->lst.n_accept_fail)
+		return p->lst.accept_rc ? p->lst.accept_rc : -ECONNREFUSED;
 	e = eu_est(&p->a);
 	if (!e)
 		return -ECONNREFUSED;

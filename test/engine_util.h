@@ -133,6 +133,8 @@ struct eu_env {
 
 /* ---- environment and loop */
 
+/* With EU_LOG=<level> in the environment, engine log lines up to that
+ * level (0 warn, 1 info, 2 debug) go to stderr. */
 int eu_env_open(struct eu_env *env);
 /* Frees the PD and the device; returns the first error (-EBUSY = leak). */
 int eu_env_close(struct eu_env *env);
@@ -237,7 +239,8 @@ int eu_pair_init(struct eu_pair *p, struct eu_env *env,
 /* iw_qp_connect() from a to the listener. */
 int eu_pair_start(struct eu_pair *p, const struct iw_conn_param *init);
 /* Drives until both sides are established (plus the hello exchange in
- * client-server mode) or one side failed: 0, -ETIMEDOUT, -ECONNREFUSED. */
+ * client-server mode) or one side failed: 0, -ETIMEDOUT, -ECONNREFUSED,
+ * or the error of a failed iw_accept(). */
 int eu_pair_wait(struct eu_pair *p, const struct eu_pair_cfg *cfg);
 /* init + start + wait. On failure the pair stays inspectable; call
  * eu_pair_fini() in every case. */

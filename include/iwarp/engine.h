@@ -270,6 +270,9 @@ int iw_qp_abort(struct iw_qp *qp);
 /* -EAGAIN queue full, -ENOTCONN closed/in error, -EINVAL bad request. */
 int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr);
 int iw_qp_post_recv(struct iw_qp *qp, const struct iw_recv_wr *wr);
+/* Removes a posted receive that no Send has begun to fill; its
+ * completion (IW_WC_FLUSHED) runs now. -ENOENT if there is none. */
+int iw_qp_cancel_recv(struct iw_qp *qp, void *ctx);
 
 int iw_qp_fd(const struct iw_qp *qp);
 short iw_qp_poll_events(const struct iw_qp *qp);
@@ -307,6 +310,9 @@ struct iw_listener_ops {
 	/* A complete MPA Request arrived: call iw_accept or iw_reject. */
 	void (*conn_request)(void *arg, struct iw_conn_req *req,
 			     const struct iw_cm_event *ev);
+	/* An offered request went away undecided (timeout, peer gone,
+	 * listener closed); req is freed after the call. May be NULL. */
+	void (*conn_dropped)(void *arg, struct iw_conn_req *req);
 };
 
 /* param applies to every connection: responder policy (rtr, max_rev,
@@ -331,6 +337,11 @@ int iw_accept(struct iw_conn_req *req, struct iw_qp *qp,
 /* Reply with the R bit and private data, then close. Frees req. */
 int iw_reject(struct iw_conn_req *req, const void *pdata, uint16_t len);
 void iw_conn_req_set_ctx(struct iw_conn_req *req, void *ctx);
+/* Local and peer address of a pending request's TCP connection. */
+int iw_conn_req_getname(const struct iw_conn_req *req, struct sockaddr *sa,
+			socklen_t *len);
+int iw_conn_req_getpeer(const struct iw_conn_req *req, struct sockaddr *sa,
+			socklen_t *len);
 void *iw_conn_req_ctx(const struct iw_conn_req *req);
 
 /* ---- IRD/ORD negotiation (RFC 6581 §9.1), pure functions */
