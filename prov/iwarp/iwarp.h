@@ -11,6 +11,8 @@
 
 #include <errno.h>
 #include <net/if.h>
+#include <poll.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -24,10 +26,17 @@
 #endif
 
 #include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
 #include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
+
+#include "iwarp/wire.h"
 
 #define IWARP_PROV_NAME		"iwarp"
 #define IWARP_FI_VERSION	FI_VERSION(1, 17)
@@ -86,19 +95,265 @@ int iwarp_getinfo(uint32_t version, const char *node, const char *service,
 		  uint64_t flags, const struct fi_info *hints,
 		  struct fi_info **info);
 
+/* ---- a minimal circular doubly linked list (libfabric's is internal) */
+
+struct iwarp_list {
+	struct iwarp_list *prev, *next;
+};
+
+static inline void iwarp_list_init(struct iwarp_list *h)
+{
+	h->prev = h->next = h;
+}
+
+static inline bool iwarp_list_empty(const struct iwarp_list *h)
+{
+	return h->next == h;
+}
+
+static inline void iwarp_list_add_tail(struct iwarp_list *h,
+				       struct iwarp_list *e)
+{
+	e->prev = h->prev;
+	e->next = h;
+	h->prev->next = e;
+	h->prev = e;
+}
+
+static inline void iwarp_list_del(struct iwarp_list *e)
+{
+	e->prev->next = e->next;
+	e->next->prev = e->prev;
+	e->prev = e->next = e;
+}
+
+#define iwarp_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/*
+ * Locking and progress. One mutex per fabric serializes the engine and
+ * every provider object of that fabric (the engine is single-threaded by
+ * contract); API entry points take it. Progress is manual: reading a CQ,
+ * EQ or counter, or waiting on one, drives every pollable of the fabric.
+ */
 struct iwarp_fabric {
 	struct fid_fabric fabric_fid;
 	char *name;
-	atomic_int ref;			/* open domains */
+	atomic_int ref;			/* open domains, EQs, passive eps */
+	pthread_mutex_t lock;
+	struct iwarp_list pollables;
+	bool in_progress;		/* guards against re-entry */
 };
+
+static inline void iwarp_lock(struct iwarp_fabric *fab)
+{
+	pthread_mutex_lock(&fab->lock);
+}
+
+static inline void iwarp_unlock(struct iwarp_fabric *fab)
+{
+	pthread_mutex_unlock(&fab->lock);
+}
+
+/*
+ * Something with a socket that needs driving: an endpoint's engine QP or
+ * a passive endpoint's listener. Both callbacks run with the fabric lock
+ * held. poll_info reports the fd (-1: none now), the poll events and the
+ * absolute iw_now_ms() deadline (0: none) it currently waits for.
+ */
+struct iwarp_pollable {
+	struct iwarp_list link;		/* in fabric->pollables */
+	struct iwarp_fabric *fab;
+	void (*progress)(struct iwarp_pollable *p);
+	void (*poll_info)(struct iwarp_pollable *p, int *fd, short *events,
+			  uint64_t *deadline);
+};
+
+void iwarp_pollable_add(struct iwarp_fabric *fab, struct iwarp_pollable *p);
+void iwarp_pollable_del(struct iwarp_pollable *p);
+/* Drives every pollable of the fabric once (lock held; not re-entrant:
+ * a nested call returns at once). */
+void iwarp_progress(struct iwarp_fabric *fab);
+
+/*
+ * Wait object of a CQ, EQ or counter. FI_WAIT_FD hands out epfd: an epoll
+ * set holding an eventfd (signalled when entries arrive or on
+ * fi_cq_signal) and the sockets of the pollables bound to the object, so
+ * it turns readable whenever fi_cq_read & co. have work to do.
+ * Registrations are refreshed by iwarp_wait_sync(), which fi_trywait and
+ * FI_GETWAIT call (fds change while connections are set up).
+ */
+struct iwarp_wait {
+	enum fi_wait_obj type;		/* FI_WAIT_NONE, FI_WAIT_FD */
+	int epfd;
+	int efd;
+	struct iwarp_pollable **bound;
+	int nbound, cap;
+	struct { int fd; short events; } *regs;
+	int nregs, regcap;
+	bool pending;			/* efd holds an unread signal */
+};
+
+/* FI_WAIT_UNSPEC becomes FI_WAIT_FD. -FI_ENOSYS for other wait objects. */
+int iwarp_wait_init(struct iwarp_wait *w, enum fi_wait_obj type);
+void iwarp_wait_fini(struct iwarp_wait *w);
+int iwarp_wait_bind(struct iwarp_wait *w, struct iwarp_pollable *p);
+void iwarp_wait_unbind(struct iwarp_wait *w, struct iwarp_pollable *p);
+void iwarp_wait_signal(struct iwarp_wait *w);
+void iwarp_wait_drain(struct iwarp_wait *w);
+int iwarp_wait_sync(struct iwarp_wait *w);
+/* Lock not held. FI_GETWAIT (the epoll fd, synced first), FI_GETWAITOBJ;
+ * -FI_ENOSYS for other commands. */
+int iwarp_wait_control(struct iwarp_fabric *fab, struct iwarp_wait *w,
+		       int command, void *arg);
+/*
+ * Blocks until ready(arg) is true, driving progress; the fabric lock is
+ * held on entry and exit and dropped around poll(). timeout_ms < 0 waits
+ * forever. Returns 0, -FI_EAGAIN on timeout, -FI_EINTR if interrupted
+ * (eventfd signal with ready() still false counts as interrupted when
+ * `signal_breaks` is set).
+ */
+int iwarp_wait_block(struct iwarp_fabric *fab, struct iwarp_wait *w,
+		     bool (*ready)(void *arg), void *arg, int timeout_ms,
+		     bool signal_breaks);
+
+/* prov_errno of an iWARP error triple: nonzero, decodable back. */
+#define IWARP_PROV_ERRNO(l, t, c) \
+	(0x10000 | ((l) & 0xf) << 12 | ((t) & 0xf) << 8 | ((c) & 0xff))
+/* Text for fi_cq_strerror / fi_eq_strerror; NULL if not ours. */
+const char *iwarp_prov_errno_str(int prov_errno);
+/* The strerror op of CQs and EQs: ours decoded, else fi_strerror(). */
+const char *iwarp_strerror(int prov_errno, char *buf, size_t len);
+
+/* ---- completion queues (iwarp_cq.c) */
+
+struct iwarp_cq_err {
+	struct fi_cq_err_entry e;
+	char *err_data_buf;		/* owned copy of err_data */
+};
+
+struct iwarp_cq {
+	struct fid_cq cq_fid;
+	struct iwarp_domain *dom;
+	struct iwarp_fabric *fab;
+	enum fi_cq_format format;
+	size_t entry_size;
+	/* a growable ring: completions are never dropped */
+	struct fi_cq_tagged_entry *ring;
+	fi_addr_t *src;			/* for fi_cq_readfrom */
+	size_t head, count, cap;
+	size_t first_cap;		/* of the first allocation */
+	struct iwarp_cq_err *errs;
+	size_t ehead, ecount, ecap;
+	char *last_err_data;		/* valid until the next readerr */
+	struct iwarp_wait wait;
+	bool signaled;
+	bool threshold;			/* FI_CQ_COND_THRESHOLD */
+	atomic_int ref;			/* bound endpoints */
+};
+
+/* Lock held. Queue a completion / an error completion. */
+int iwarp_cq_write(struct iwarp_cq *cq, void *context, uint64_t flags,
+		   size_t len, void *buf, uint64_t data, uint64_t tag,
+		   fi_addr_t src);
+int iwarp_cq_write_err(struct iwarp_cq *cq, void *context, uint64_t flags,
+		       size_t len, void *buf, uint64_t data, uint64_t tag,
+		       int err, int prov_errno, const void *err_data,
+		       size_t err_data_size, size_t olen);
+int iwarp_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+		  struct fid_cq **cq, void *context);
+
+static inline struct iwarp_cq *iwarp_cq_of(struct fid *fid)
+{
+	return iwarp_container_of(fid, struct iwarp_cq, cq_fid.fid);
+}
+
+/* ---- event queues (iwarp_eq.c) */
+
+struct iwarp_eq_event {
+	uint32_t event;
+	bool is_err;
+	bool owns_info;			/* ours: u.cm.info of FI_CONNREQ */
+	size_t len;			/* octets of buf */
+	union {
+		struct fi_eq_cm_entry cm;
+		struct fi_eq_entry entry;
+		struct fi_eq_err_entry err;
+		uint8_t raw[sizeof(struct fi_eq_cm_entry) + 512];
+	} u;
+	uint8_t err_data[512];
+};
+
+struct iwarp_eq {
+	struct fid_eq eq_fid;
+	struct iwarp_fabric *fab;
+	struct iwarp_eq_event *q;	/* growable ring */
+	size_t head, count, cap;
+	uint8_t last_err_data[512];	/* valid until the next readerr */
+	struct iwarp_wait wait;
+	atomic_int ref;			/* bound endpoints */
+};
+
+/*
+ * Lock held. buf/len is the entry as fi_eq_read returns it (a struct
+ * fi_eq_cm_entry followed by at most 512 octets of CM data, or a struct
+ * fi_eq_entry). The EQ owns the fi_info of an FI_CONNREQ until it is
+ * read (fi_close frees unread ones). err_data beyond 512 octets is cut.
+ * Return 0 or a negative fabric errno.
+ */
+int iwarp_eq_write_locked(struct iwarp_eq *eq, uint32_t event,
+			  const void *buf, size_t len);
+int iwarp_eq_write_err(struct iwarp_eq *eq, fid_t fid, void *context,
+		       uint64_t data, int err, int prov_errno,
+		       const void *err_data, size_t err_data_size);
+int iwarp_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		  struct fid_eq **eq, void *context);
+
+static inline struct iwarp_eq *iwarp_eq_of(struct fid *fid)
+{
+	return iwarp_container_of(fid, struct iwarp_eq, eq_fid.fid);
+}
+
+/* ---- counters (iwarp_cntr.c) */
+
+struct iwarp_cntr {
+	struct fid_cntr cntr_fid;
+	struct iwarp_domain *dom;
+	struct iwarp_fabric *fab;
+	uint64_t value, err;
+	uint64_t chk_value, chk_err;	/* as fi_trywait last saw them */
+	struct iwarp_wait wait;
+	atomic_int ref;
+};
+
+void iwarp_cntr_inc(struct iwarp_cntr *c);	/* lock held */
+void iwarp_cntr_inc_err(struct iwarp_cntr *c);	/* lock held */
+int iwarp_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+		    struct fid_cntr **cntr, void *context);
+
+static inline struct iwarp_cntr *iwarp_cntr_of(struct fid *fid)
+{
+	return iwarp_container_of(fid, struct iwarp_cntr, cntr_fid.fid);
+}
+
+/* fi_trywait for the fabric (iwarp_progress.c) */
+int iwarp_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
 
 int iwarp_fabric_open(struct fi_fabric_attr *attr,
 		      struct fid_fabric **fabric, void *context);
+
+struct iw_dev;
+struct iw_pd;
 
 struct iwarp_domain {
 	struct fid_domain domain_fid;
 	struct iwarp_fabric *fabric;
 	struct iwarp_iface iface;
+	struct iw_dev *dev;		/* engine device and protection domain */
+	struct iw_pd *pd;
+	uint64_t mr_mode;		/* as negotiated in fi_getinfo */
+	enum fi_threading threading;
+	atomic_int ref;			/* CQs, counters, endpoints, MRs */
 };
 
 int iwarp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
@@ -115,6 +370,123 @@ static inline struct iwarp_domain *iwarp_domain_of(struct fid *fid)
 	return (struct iwarp_domain *)((char *)fid -
 		offsetof(struct iwarp_domain, domain_fid.fid));
 }
+
+/* ---- memory regions (iwarp_mr.c) */
+
+struct iw_mr;
+struct iw_qp;
+struct iw_listener;
+struct iw_conn_req;
+
+struct iwarp_mr {
+	struct fid_mr mr_fid;
+	struct iwarp_domain *dom;
+	struct iw_mr *imr;
+};
+
+int iwarp_mr_reg(struct fid *fid, const void *buf, size_t len,
+		 uint64_t access, uint64_t offset, uint64_t requested_key,
+		 uint64_t flags, struct fid_mr **mr, void *context);
+int iwarp_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+		  uint64_t access, uint64_t offset, uint64_t requested_key,
+		  uint64_t flags, struct fid_mr **mr, void *context);
+int iwarp_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+		     uint64_t flags, struct fid_mr **mr);
+
+/* ---- connected endpoints (iwarp_ep.c, iwarp_ep_data.c) */
+
+/* One posted operation; the engine work request's context. */
+struct iwarp_op {
+	void *context;
+	uint64_t flags;			/* CQ entry flags */
+	size_t len;
+	bool cq;			/* report success in the CQ */
+	int pending;			/* engine work requests still out */
+	int status;			/* first failure (enum iw_wc_status) */
+	struct iw_err err;
+	struct iwarp_op *next;		/* free list */
+};
+
+enum iwarp_ep_state {
+	IWARP_EP_IDLE,
+	IWARP_EP_CONNECTING,
+	IWARP_EP_ACCEPTING,
+	IWARP_EP_CONNECTED,
+	IWARP_EP_SHUTDOWN,
+};
+
+#define IWARP_CM_DATA_MAX 252	/* interop ceiling, see WIRE.md */
+#define IWARP_INJECT_MAX 256
+#define IWARP_IOV_MAX 8
+#define IWARP_QUEUE_SIZE 256
+#define IWARP_RDMA_DEPTH 16	/* IRD and ORD asked for */
+
+struct iwarp_connreq;
+
+struct iwarp_ep {
+	struct fid_ep ep_fid;
+	struct iwarp_domain *dom;
+	struct iwarp_fabric *fab;
+	struct fi_info *info;
+	struct iw_qp *qp;
+	struct iwarp_pollable poll;
+	enum iwarp_ep_state state;
+	bool enabled;
+	bool local_shutdown;
+	struct iwarp_cq *tx_cq, *rx_cq;
+	bool tx_selective, rx_selective;
+	struct iwarp_eq *eq;
+	struct iwarp_cntr *cntr_send, *cntr_recv, *cntr_read, *cntr_write;
+	uint64_t tx_op_flags, rx_op_flags;
+	struct iwarp_connreq *connreq;	/* passive side, from info->handle */
+	struct iwarp_op *ops;
+	struct iwarp_op *free_ops;
+	size_t nops;
+	union iwarp_sockaddr src;	/* fi_setname / info->src_addr */
+};
+
+static inline struct iwarp_ep *iwarp_ep_of(struct fid *fid)
+{
+	return iwarp_container_of(fid, struct iwarp_ep, ep_fid.fid);
+}
+
+int iwarp_ep_open(struct fid_domain *domain, struct fi_info *info,
+		  struct fid_ep **ep, void *context);
+extern struct fi_ops_msg iwarp_msg_ops;
+extern struct fi_ops_rma iwarp_rma_ops;
+/* Engine completion callback of an endpoint's QP (lock held). */
+struct iw_wc;
+void iwarp_ep_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc);
+struct iwarp_op *iwarp_op_get(struct iwarp_ep *ep);
+void iwarp_op_put(struct iwarp_ep *ep, struct iwarp_op *op);
+int iwarp_errno_from_status(int status);
+
+/* ---- passive endpoints (iwarp_pep.c) */
+
+struct iwarp_pep {
+	struct fid_pep pep_fid;
+	struct iwarp_fabric *fab;
+	struct fi_info *info;
+	struct iwarp_eq *eq;
+	struct iw_dev *dev;
+	struct iw_listener *l;
+	struct iwarp_pollable poll;
+	union iwarp_sockaddr addr;
+	struct iwarp_list reqs;		/* undecided iwarp_connreqs */
+};
+
+/* info->handle of FI_CONNREQ: the request until accepted or rejected. */
+struct iwarp_connreq {
+	struct fid fid;
+	struct iwarp_list link;
+	struct iwarp_pep *pep;
+	struct iw_conn_req *req;	/* NULL once the engine dropped it */
+};
+
+int iwarp_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+		     struct fid_pep **pep, void *context);
+/* Detaches a request from its pep (accept/reject/endpoint close). */
+void iwarp_connreq_release(struct iwarp_connreq *cr);
 
 /*
  * Stubs for operations that do not exist yet: libfabric keeps its

@@ -10,10 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iwarp/engine.h"
+
 static int iwarp_domain_close(struct fid *fid)
 {
 	struct iwarp_domain *dom = iwarp_domain_of(fid);
 
+	if (atomic_load(&dom->ref))
+		return -FI_EBUSY;
+	iw_pd_free(dom->pd);
+	iw_dev_close(dom->dev);
 	atomic_fetch_sub(&dom->fabric->ref, 1);
 	free(dom);
 	return 0;
@@ -25,21 +31,8 @@ static int iwarp_no_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 	return -FI_ENOSYS;
 }
 
-static int iwarp_no_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
-			    struct fid_cq **cq, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static int iwarp_no_endpoint(struct fid_domain *domain, struct fi_info *info,
 			     struct fid_ep **ep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int iwarp_no_cntr_open(struct fid_domain *domain,
-			      struct fi_cntr_attr *attr,
-			      struct fid_cntr **cntr, void *context)
 {
 	return -FI_ENOSYS;
 }
@@ -85,28 +78,6 @@ static int iwarp_no_endpoint2(struct fid_domain *domain, struct fi_info *info,
 	return -FI_ENOSYS;
 }
 
-static int iwarp_no_mr_reg(struct fid *fid, const void *buf, size_t len,
-			   uint64_t access, uint64_t offset,
-			   uint64_t requested_key, uint64_t flags,
-			   struct fid_mr **mr, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int iwarp_no_mr_regv(struct fid *fid, const struct iovec *iov,
-			    size_t count, uint64_t access, uint64_t offset,
-			    uint64_t requested_key, uint64_t flags,
-			    struct fid_mr **mr, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int iwarp_no_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
-			       uint64_t flags, struct fid_mr **mr)
-{
-	return -FI_ENOSYS;
-}
-
 static struct fi_ops iwarp_domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = iwarp_domain_close,
@@ -120,10 +91,10 @@ static struct fi_ops iwarp_domain_fi_ops = {
 static struct fi_ops_domain iwarp_domain_ops = {
 	.size = sizeof(struct fi_ops_domain),
 	.av_open = iwarp_no_av_open,
-	.cq_open = iwarp_no_cq_open,
-	.endpoint = iwarp_no_endpoint,
+	.cq_open = iwarp_cq_open,
+	.endpoint = iwarp_ep_open,
 	.scalable_ep = iwarp_no_endpoint,
-	.cntr_open = iwarp_no_cntr_open,
+	.cntr_open = iwarp_cntr_open,
 	.poll_open = iwarp_no_poll_open,
 	.stx_ctx = iwarp_no_stx_ctx,
 	.srx_ctx = iwarp_no_srx_ctx,
@@ -134,9 +105,9 @@ static struct fi_ops_domain iwarp_domain_ops = {
 
 static struct fi_ops_mr iwarp_domain_mr_ops = {
 	.size = sizeof(struct fi_ops_mr),
-	.reg = iwarp_no_mr_reg,
-	.regv = iwarp_no_mr_regv,
-	.regattr = iwarp_no_mr_regattr,
+	.reg = iwarp_mr_reg,
+	.regv = iwarp_mr_regv,
+	.regattr = iwarp_mr_regattr,
 };
 
 /*
@@ -184,7 +155,20 @@ int iwarp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		free(dom);
 		return ret;
 	}
+	if (iw_dev_open(&dom->dev)) {
+		free(dom);
+		return -FI_ENOMEM;
+	}
+	if (iw_pd_alloc(dom->dev, &dom->pd)) {
+		iw_dev_close(dom->dev);
+		free(dom);
+		return -FI_ENOMEM;
+	}
 	dom->fabric = fab;
+	dom->mr_mode = info->domain_attr ? info->domain_attr->mr_mode : 0;
+	dom->threading = info->domain_attr ? info->domain_attr->threading :
+					     FI_THREAD_SAFE;
+	atomic_init(&dom->ref, 0);
 	atomic_fetch_add(&fab->ref, 1);
 	dom->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
 	dom->domain_fid.fid.context = context;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Fabric object: one IP subnet, named in CIDR form as fi_getinfo reports
- * it. It opens domains (interfaces in that subnet); event queues, wait
- * sets and passive endpoints come with the endpoint work.
+ * it. It opens domains (interfaces in that subnet), event queues and
+ * passive endpoints, and owns the lock and the pollable list of manual
+ * progress. Wait sets are not offered.
  */
 #include "iwarp.h"
 
@@ -15,35 +16,19 @@ static int iwarp_fabric_close(struct fid *fid)
 
 	if (atomic_load(&fab->ref)) {
 		FI_WARN(&iwarp_prov, FI_LOG_FABRIC,
-			"fabric %s still has open domains\n", fab->name);
+			"fabric %s still has open domains or EQs\n",
+			fab->name);
 		return -FI_EBUSY;
 	}
+	pthread_mutex_destroy(&fab->lock);
 	free(fab->name);
 	free(fab);
 	return 0;
 }
 
-static int iwarp_no_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
-			       struct fid_pep **pep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int iwarp_no_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
-			    struct fid_eq **eq, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static int iwarp_no_wait_open(struct fid_fabric *fabric,
 			      struct fi_wait_attr *attr,
 			      struct fid_wait **waitset)
-{
-	return -FI_ENOSYS;
-}
-
-static int iwarp_no_trywait(struct fid_fabric *fabric, struct fid **fids,
-			    int count)
 {
 	return -FI_ENOSYS;
 }
@@ -69,10 +54,10 @@ static struct fi_ops iwarp_fabric_fi_ops = {
 static struct fi_ops_fabric iwarp_fabric_ops = {
 	.size = sizeof(struct fi_ops_fabric),
 	.domain = iwarp_domain_open,
-	.passive_ep = iwarp_no_passive_ep,
-	.eq_open = iwarp_no_eq_open,
+	.passive_ep = iwarp_passive_ep,
+	.eq_open = iwarp_eq_open,
 	.wait_open = iwarp_no_wait_open,
-	.trywait = iwarp_no_trywait,
+	.trywait = iwarp_trywait,
 	.domain2 = iwarp_no_domain2,
 };
 
@@ -114,6 +99,13 @@ int iwarp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		free(fab);
 		return -FI_ENOMEM;
 	}
+	ret = pthread_mutex_init(&fab->lock, NULL);
+	if (ret) {
+		free(fab->name);
+		free(fab);
+		return -ret;
+	}
+	iwarp_list_init(&fab->pollables);
 	atomic_init(&fab->ref, 0);
 	fab->fabric_fid.fid.fclass = FI_CLASS_FABRIC;
 	fab->fabric_fid.fid.context = context;

@@ -5,12 +5,13 @@
  * ("eth0"); loopback comes last so that consumers which take the first
  * entry (Open MPI) use a real network.
  *
- * The libfabric core does no hint matching for external providers, so
- * every hint is checked here. No endpoint type works yet: an entry
- * offers no capabilities and FI_EP_UNSPEC, and any hint asking for more
- * gets -FI_ENODATA.
+ * Every entry is an FI_EP_MSG endpoint whose attributes iwarp_attr.c
+ * builds once from the hints; this file picks the interfaces that fit
+ * the names, address format and addresses asked for, and gives each
+ * entry its names and addresses. The libfabric core does none of this
+ * for external providers.
  */
-#include "iwarp.h"
+#include "iwarp_attr.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -18,10 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Logs why hints were rejected; used as `return iwarp_reject("...")`. */
-#define iwarp_reject(...) \
-	({ FI_INFO(&iwarp_prov, FI_LOG_CORE, __VA_ARGS__); false; })
 
 /* Address octets of an AF_INET/AF_INET6 sockaddr, and their count. */
 static const uint8_t *iwarp_sa_octets(const struct sockaddr *sa, size_t *len)
@@ -219,32 +216,6 @@ const struct iwarp_iface *iwarp_iface_find(const struct iwarp_iface *ifs,
 	return NULL;
 }
 
-static bool iwarp_progress_ok(enum fi_progress progress)
-{
-	return progress == FI_PROGRESS_UNSPEC ||
-	       progress == FI_PROGRESS_MANUAL;
-}
-
-static bool iwarp_domain_hints_ok(const struct fi_domain_attr *attr)
-{
-	if (attr->caps)
-		return iwarp_reject("domain caps not supported\n");
-	if (!iwarp_progress_ok(attr->control_progress) ||
-	    !iwarp_progress_ok(attr->data_progress))
-		return iwarp_reject("only FI_PROGRESS_MANUAL\n");
-	return true;
-}
-
-static bool iwarp_ep_hints_ok(const struct fi_ep_attr *attr)
-{
-	if (attr->type != FI_EP_UNSPEC)
-		return iwarp_reject("ep_type %s not available yet\n",
-				    fi_tostr(&attr->type, FI_TYPE_EP_TYPE));
-	if (attr->protocol != FI_PROTO_UNSPEC)
-		return iwarp_reject("protocol not available yet\n");
-	return true;
-}
-
 static bool iwarp_addr_format_ok(uint32_t format)
 {
 	switch (format) {
@@ -256,21 +227,6 @@ static bool iwarp_addr_format_ok(uint32_t format)
 	default:
 		return iwarp_reject("addr_format %u not supported\n", format);
 	}
-}
-
-/* Hints that no entry can satisfy, whatever the interface. */
-static bool iwarp_hints_ok(const struct fi_info *hints)
-{
-	if (hints->caps)
-		return iwarp_reject("no capabilities available yet\n");
-	if ((hints->tx_attr && hints->tx_attr->caps) ||
-	    (hints->rx_attr && hints->rx_attr->caps))
-		return iwarp_reject("no tx/rx capabilities available yet\n");
-	if (hints->ep_attr && !iwarp_ep_hints_ok(hints->ep_attr))
-		return false;
-	if (hints->domain_attr && !iwarp_domain_hints_ok(hints->domain_attr))
-		return false;
-	return iwarp_addr_format_ok(hints->addr_format);
 }
 
 /* Addressing asked for through node/service/flags and hints. */
@@ -317,7 +273,11 @@ static int iwarp_resolve(const char *node, const char *service,
 	return 0;
 }
 
-/* Records node/service: the source (FI_SOURCE or no node) or the peer. */
+/*
+ * Records node/service: the source with FI_SOURCE, or without a node
+ * (a server naming only its port, as libfabric's providers read it);
+ * otherwise the peer.
+ */
 static int iwarp_req_node(struct iwarp_req *req, const char *node,
 			  const char *service, uint64_t flags,
 			  const struct fi_info *hints)
@@ -354,16 +314,22 @@ static bool iwarp_sa_valid(const void *addr, size_t len)
 	return len >= iwarp_sa_len(sa);
 }
 
-static int iwarp_req_hints(struct iwarp_req *req, const struct fi_info *hints)
+/*
+ * fi_getinfo(3): hints->src_addr is ignored with FI_SOURCE (node and
+ * service are the source then), hints->dest_addr unless FI_SOURCE is
+ * set or node and service are both NULL.
+ */
+static int iwarp_req_hints(struct iwarp_req *req, const struct fi_info *hints,
+			   bool source, bool named)
 {
-	if (hints->src_addr) {
+	if (hints->src_addr && !source) {
 		if (!iwarp_sa_valid(hints->src_addr, hints->src_addrlen))
 			return -FI_ENODATA;
 		req->hint_src = hints->src_addr;
 		if (!req->port)
 			req->port = iwarp_sa_port(req->hint_src);
 	}
-	if (hints->dest_addr && !req->has_dest) {
+	if (hints->dest_addr && (source || !named)) {
 		if (!iwarp_sa_valid(hints->dest_addr, hints->dest_addrlen))
 			return -FI_ENODATA;
 		memcpy(&req->dest, hints->dest_addr,
@@ -383,13 +349,15 @@ static int iwarp_req_init(struct iwarp_req *req, const char *node,
 			  const char *service, uint64_t flags,
 			  const struct fi_info *hints)
 {
+	bool named = node || service;
 	int ret = 0;
 
 	memset(req, 0, sizeof(*req));
-	if (node || service)
+	if (named)
 		ret = iwarp_req_node(req, node, service, flags, hints);
 	if (!ret && hints)
-		ret = iwarp_req_hints(req, hints);
+		ret = iwarp_req_hints(req, hints, named && (flags & FI_SOURCE),
+				      named);
 	if (ret)
 		iwarp_req_fini(req);
 	return ret;
@@ -417,13 +385,53 @@ static bool iwarp_sa_is_loopback(const union iwarp_sockaddr *a)
 	return (ntohl(a->sin.sin_addr.s_addr) >> 24) == IN_LOOPBACKNET;
 }
 
-/* A loopback source cannot reach a peer on another host. */
+/*
+ * Loopback reaches only loopback and a peer on another host needs a real
+ * interface; a scoped link-local peer is reachable on its link only.
+ */
 static bool iwarp_dest_fits(const struct iwarp_iface *ifc,
 			    const union iwarp_sockaddr *dest)
 {
+	const struct sockaddr_in6 *d6 = &dest->sin6;
+
 	if (dest->sa.sa_family != ifc->addr.sa.sa_family)
 		return false;
-	return !ifc->loopback || iwarp_sa_is_loopback(dest);
+	if (ifc->loopback != iwarp_sa_is_loopback(dest))
+		return false;
+	if (dest->sa.sa_family != AF_INET6 || !d6->sin6_scope_id ||
+	    !IN6_IS_ADDR_LINKLOCAL(&d6->sin6_addr))
+		return true;
+	return d6->sin6_scope_id == if_nametoindex(ifc->name);
+}
+
+/* True if the first `bits` bits of a and b agree. */
+static bool iwarp_prefix_equal(const uint8_t *a, const uint8_t *b,
+			       unsigned long bits)
+{
+	size_t whole = bits / 8;
+	unsigned int rest = bits % 8;
+	uint8_t mask = (uint8_t)(0xff << (8 - rest));
+
+	if (memcmp(a, b, whole))
+		return false;
+	return !rest || !((a[whole] ^ b[whole]) & mask);
+}
+
+/* True if addr lies in the subnet the fabric name ("net/len") gives. */
+static bool iwarp_subnet_has(const struct iwarp_iface *ifc,
+			     const struct sockaddr *addr)
+{
+	const char *slash = strrchr(ifc->fabric, '/');
+	const uint8_t *a, *mine;
+	unsigned long prefix;
+	size_t len;
+
+	if (!slash || addr->sa_family != ifc->addr.sa.sa_family)
+		return false;
+	prefix = strtoul(slash + 1, NULL, 10);
+	a = iwarp_sa_octets(addr, &len);
+	mine = iwarp_sa_octets(&ifc->addr.sa, &len);
+	return prefix <= len * 8 && iwarp_prefix_equal(a, mine, prefix);
 }
 
 static bool iwarp_names_fit(const struct iwarp_iface *ifc,
@@ -451,6 +459,21 @@ static bool iwarp_iface_fits(const struct iwarp_iface *ifc,
 	return iwarp_src_fits(ifc, req);
 }
 
+/*
+ * Where an interface goes in the reply: 0 first, 1 after, -1 not at all.
+ * With a peer address, the interfaces on the peer's subnet come first.
+ */
+static int iwarp_iface_rank(const struct iwarp_iface *ifc,
+			    const struct fi_info *hints,
+			    const struct iwarp_req *req)
+{
+	if (!iwarp_iface_fits(ifc, hints, req))
+		return -1;
+	if (!req->has_dest || iwarp_subnet_has(ifc, &req->dest.sa))
+		return 0;
+	return 1;
+}
+
 static void *iwarp_sa_dup(const union iwarp_sockaddr *a, size_t *len)
 {
 	void *p;
@@ -462,6 +485,7 @@ static void *iwarp_sa_dup(const union iwarp_sockaddr *a, size_t *len)
 	return p;
 }
 
+/* The interface address with the requested source port, and the peer. */
 static int iwarp_info_addrs(struct fi_info *fi, const struct iwarp_iface *ifc,
 			    const struct iwarp_req *req)
 {
@@ -479,71 +503,87 @@ static int iwarp_info_addrs(struct fi_info *fi, const struct iwarp_iface *ifc,
 	return fi->dest_addr ? 0 : -FI_ENOMEM;
 }
 
-/* FI_THREAD_SAFE satisfies every level, so echo what was asked. */
-static enum fi_threading iwarp_threading(const struct fi_info *hints)
-{
-	if (hints && hints->domain_attr &&
-	    hints->domain_attr->threading != FI_THREAD_UNSPEC)
-		return hints->domain_attr->threading;
-	return FI_THREAD_SAFE;
-}
-
-static struct fi_info *iwarp_info_new(const struct iwarp_iface *ifc,
-				      const struct fi_info *hints,
+static struct fi_info *iwarp_info_new(const struct fi_info *tmpl,
+				      const struct iwarp_iface *ifc,
 				      const struct iwarp_req *req)
 {
-	struct fi_info *fi = fi_allocinfo();
+	struct fi_info *fi = fi_dupinfo(tmpl);
 
 	if (!fi)
 		return NULL;
-	if (iwarp_info_addrs(fi, ifc, req))
-		goto err_free;
-	fi->caps = 0;
-	fi->ep_attr->type = FI_EP_UNSPEC;
-	fi->domain_attr->threading = iwarp_threading(hints);
-	fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
-	fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
-	fi->domain_attr->mr_mode = 0;
 	fi->domain_attr->name = strdup(ifc->name);
 	fi->fabric_attr->name = strdup(ifc->fabric);
-	fi->fabric_attr->prov_version = iwarp_prov.version;
-	if (!fi->domain_attr->name || !fi->fabric_attr->name)
-		goto err_free;
+	if (!fi->domain_attr->name || !fi->fabric_attr->name ||
+	    iwarp_info_addrs(fi, ifc, req)) {
+		fi_freeinfo(fi);
+		return NULL;
+	}
 	return fi;
+}
 
-err_free:
-	fi_freeinfo(fi);
-	return NULL;
+/* Appends the entries of one rank; returns the new tail, NULL on ENOMEM. */
+static struct fi_info **iwarp_info_pass(const struct iwarp_iface *ifs,
+					size_t count, int rank,
+					const struct fi_info *tmpl,
+					const struct fi_info *hints,
+					const struct iwarp_req *req,
+					struct fi_info **tail)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++) {
+		if (iwarp_iface_rank(&ifs[i], hints, req) != rank)
+			continue;
+		*tail = iwarp_info_new(tmpl, &ifs[i], req);
+		if (!*tail)
+			return NULL;
+		tail = &(*tail)->next;
+	}
+	return tail;
 }
 
 static int iwarp_info_list(const struct iwarp_iface *ifs, size_t count,
+			   const struct fi_info *tmpl,
 			   const struct fi_info *hints,
 			   const struct iwarp_req *req, struct fi_info **info)
 {
 	struct fi_info **tail = info;
-	size_t i;
+	int rank;
 
-	for (i = 0; i < count; i++) {
-		if (!iwarp_iface_fits(&ifs[i], hints, req))
-			continue;
-		*tail = iwarp_info_new(&ifs[i], hints, req);
-		if (!*tail) {
-			fi_freeinfo(*info);
-			*info = NULL;
-			return -FI_ENOMEM;
-		}
-		tail = &(*tail)->next;
+	for (rank = 0; rank <= 1 && tail; rank++)
+		tail = iwarp_info_pass(ifs, count, rank, tmpl, hints, req,
+				       tail);
+	if (!tail) {
+		fi_freeinfo(*info);
+		*info = NULL;
+		return -FI_ENOMEM;
 	}
 	return *info ? 0 : -FI_ENODATA;
+}
+
+static int iwarp_info_ifaces(const struct fi_info *tmpl,
+			     const struct fi_info *hints,
+			     const struct iwarp_req *req,
+			     struct fi_info **info)
+{
+	struct iwarp_iface *ifs;
+	size_t count;
+	int ret;
+
+	ret = iwarp_iface_list(&ifs, &count);
+	if (ret)
+		return ret;
+	ret = iwarp_info_list(ifs, count, tmpl, hints, req, info);
+	free(ifs);
+	return ret;
 }
 
 int iwarp_getinfo(uint32_t version, const char *node, const char *service,
 		  uint64_t flags, const struct fi_info *hints,
 		  struct fi_info **info)
 {
-	struct iwarp_iface *ifs;
+	struct fi_info *tmpl;
 	struct iwarp_req req;
-	size_t count;
 	int ret;
 
 	*info = NULL;
@@ -553,16 +593,16 @@ int iwarp_getinfo(uint32_t version, const char *node, const char *service,
 			"(FI_IWARP_ALLOW_RXM is off)\n");
 		return -FI_ENODATA;
 	}
-	if (hints && !iwarp_hints_ok(hints))
+	if (hints && !iwarp_addr_format_ok(hints->addr_format))
 		return -FI_ENODATA;
-	ret = iwarp_req_init(&req, node, service, flags, hints);
+	ret = iwarp_attr_info(version, hints, &tmpl);
 	if (ret)
 		return ret;
-	ret = iwarp_iface_list(&ifs, &count);
+	ret = iwarp_req_init(&req, node, service, flags, hints);
 	if (!ret) {
-		ret = iwarp_info_list(ifs, count, hints, &req, info);
-		free(ifs);
+		ret = iwarp_info_ifaces(tmpl, hints, &req, info);
+		iwarp_req_fini(&req);
 	}
-	iwarp_req_fini(&req);
+	fi_freeinfo(tmpl);
 	return ret;
 }

@@ -1,0 +1,591 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What one iwarp FI_EP_MSG endpoint offers, as fi_getinfo reports it.
+ *
+ * The libfabric core hands the hints of an external provider through
+ * untouched and exports none of the util helpers that built-in providers
+ * use, so this file applies the same rules itself: a non-zero hint must
+ * be met or there is no entry (-FI_ENODATA), and the reply is narrowed to
+ * the hints (the requested caps and the direction bits they imply,
+ * smaller sizes and op_flags echoed) so that applications get what they
+ * asked for and can feed a reply back in as hints.
+ */
+#include "iwarp_attr.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Limits of the engine; queue depth, iov and inject limits come from
+ * iwarp.h (IWARP_QUEUE_SIZE, IWARP_IOV_MAX, IWARP_INJECT_MAX), which the
+ * endpoint code sizes itself by.
+ */
+#define IWARP_MAX_MSG_SIZE	0xffffffffULL	/* DDP lengths are 32 bits */
+#define IWARP_RMA_IOV_LIMIT	1
+#define IWARP_MR_KEY_SIZE	4		/* an STag */
+#define IWARP_CQ_CNT		256
+#define IWARP_CNTR_CNT		256
+#define IWARP_EP_CNT		65536
+#define IWARP_MR_CNT		(1 << 20)
+#define IWARP_PROTO_VERSION	1
+
+#define IWARP_MSG_DIR	(FI_SEND | FI_RECV)
+#define IWARP_RMA_DIR	(FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define IWARP_RMA_CAPS	(FI_RMA | IWARP_RMA_DIR)
+#define IWARP_COMM_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
+#define IWARP_CAPS	(FI_MSG | IWARP_MSG_DIR | IWARP_RMA_CAPS | \
+			 IWARP_COMM_CAPS)
+#define IWARP_TX_CAPS	(FI_MSG | FI_SEND | FI_RMA | FI_READ | FI_WRITE)
+#define IWARP_RX_CAPS	(FI_MSG | FI_RECV | FI_RMA | FI_REMOTE_READ | \
+			 FI_REMOTE_WRITE)
+
+/*
+ * Applications often copy info->caps into tx_attr/rx_attr->caps, so bits
+ * that only make sense on the other side, and the communication scope,
+ * are ignored there rather than refused (libfabric does the same).
+ */
+#define IWARP_TX_IGNORED (FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | \
+			  FI_DIRECTED_RECV | FI_VARIABLE_MSG | \
+			  FI_MULTI_RECV | FI_SOURCE | FI_RMA_EVENT | \
+			  FI_SOURCE_ERR | IWARP_COMM_CAPS)
+#define IWARP_RX_IGNORED (FI_SEND | FI_READ | FI_WRITE | FI_FENCE | \
+			  FI_MULTICAST | FI_NAMED_RX_CTX | IWARP_COMM_CAPS)
+
+#define IWARP_TX_OP_FLAGS (FI_INJECT | FI_COMPLETION | FI_INJECT_COMPLETE | \
+			   FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | \
+			   FI_FENCE)
+#define IWARP_RX_OP_FLAGS FI_COMPLETION
+
+/*
+ * One TCP stream per queue pair keeps every operation in order, except
+ * that the responder may serve an RDMA Read after placing a Write sent
+ * later (Read Requests queue, Writes are placed at once): no WAR. The
+ * RMA-only bits of 1.17 are subsets of the classic ones we keep.
+ */
+#define IWARP_MSG_ORDER (FI_ORDER_SAS | FI_ORDER_SAW | FI_ORDER_SAR | \
+			 FI_ORDER_WAS | FI_ORDER_WAW | FI_ORDER_RAW | \
+			 FI_ORDER_RAR | FI_ORDER_RAS | FI_ORDER_RMA_RAR | \
+			 FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAW)
+#define IWARP_COMP_ORDER FI_ORDER_STRICT
+
+/* mr_mode bits that change what we do; every other bit is never needed. */
+#define IWARP_MR_HONOURED (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+
+/* ---- generic checks */
+
+/* A size_t field that hints may lower but not raise. */
+struct iwarp_limit {
+	const char *name;
+	size_t offset;
+};
+
+/* The array size turns negative, a compile error, unless it is a size_t. */
+#define IWARP_LIMIT(type, field) {					\
+	#field, offsetof(type, field) + 0 * sizeof(char[		\
+		__builtin_types_compatible_p(				\
+			__typeof__(((type *)0)->field), size_t) ? 1 : -1]) }
+
+#define IWARP_NLIMITS(a) (sizeof(a) / sizeof((a)[0]))
+
+static size_t iwarp_field(const void *attr, const struct iwarp_limit *l)
+{
+	return *(const size_t *)((const char *)attr + l->offset);
+}
+
+static bool iwarp_limits_ok(const char *what, const void *hint,
+			    const void *ours, const struct iwarp_limit *l,
+			    size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		size_t h = iwarp_field(hint, &l[i]);
+		size_t o = iwarp_field(ours, &l[i]);
+
+		if (h > o)
+			return iwarp_reject("%s %s %zu exceeds %zu\n", what,
+					    l[i].name, h, o);
+	}
+	return true;
+}
+
+/* Replaces our value by the (smaller, checked) hint where one is given. */
+static void iwarp_limits_echo(void *ours, const void *hint,
+			      const struct iwarp_limit *l, size_t n)
+{
+	size_t i, h;
+
+	for (i = 0; i < n; i++) {
+		h = iwarp_field(hint, &l[i]);
+		if (h)
+			*(size_t *)((char *)ours + l[i].offset) = h;
+	}
+}
+
+/* Hint bits outside `ours` fail; they are logged by name. */
+static bool iwarp_bits_ok(const char *what, uint64_t hint, uint64_t ours,
+			  enum fi_type type)
+{
+	uint64_t extra = hint & ~ours;
+	char buf[512];
+
+	if (!extra)
+		return true;
+	return iwarp_reject("%s not supported: %s\n", what,
+			    fi_tostr_r(buf, sizeof(buf), &extra, type));
+}
+
+/* ---- what we offer with no hints */
+
+static void iwarp_defaults_ep(struct fi_ep_attr *ep)
+{
+	ep->type = FI_EP_MSG;
+	ep->protocol = FI_PROTO_IWARP;
+	ep->protocol_version = IWARP_PROTO_VERSION;
+	ep->max_msg_size = IWARP_MAX_MSG_SIZE;
+	ep->msg_prefix_size = 0;
+	ep->max_order_raw_size = IWARP_MAX_MSG_SIZE;
+	ep->max_order_war_size = IWARP_MAX_MSG_SIZE;
+	ep->max_order_waw_size = IWARP_MAX_MSG_SIZE;
+	ep->mem_tag_format = 0;
+	ep->tx_ctx_cnt = 1;
+	ep->rx_ctx_cnt = 1;
+}
+
+static void iwarp_defaults_tx_rx(struct fi_tx_attr *tx, struct fi_rx_attr *rx)
+{
+	tx->caps = IWARP_TX_CAPS;
+	tx->msg_order = IWARP_MSG_ORDER;
+	tx->comp_order = IWARP_COMP_ORDER;
+	tx->inject_size = IWARP_INJECT_MAX;
+	tx->size = IWARP_QUEUE_SIZE;
+	tx->iov_limit = IWARP_IOV_MAX;
+	tx->rma_iov_limit = IWARP_RMA_IOV_LIMIT;
+
+	rx->caps = IWARP_RX_CAPS;
+	rx->msg_order = IWARP_MSG_ORDER;
+	rx->comp_order = IWARP_COMP_ORDER;
+	rx->total_buffered_recv = 0;
+	rx->size = IWARP_QUEUE_SIZE;
+	rx->iov_limit = IWARP_IOV_MAX;
+}
+
+static void iwarp_defaults_domain(struct fi_domain_attr *d)
+{
+	/* One fabric lock serializes everything: any level is met. */
+	d->threading = FI_THREAD_SAFE;
+	/* No progress thread yet: reading a CQ/EQ/counter drives it. */
+	d->control_progress = FI_PROGRESS_MANUAL;
+	d->data_progress = FI_PROGRESS_MANUAL;
+	d->resource_mgmt = FI_RM_DISABLED;
+	d->av_type = FI_AV_UNSPEC;
+	d->mr_key_size = IWARP_MR_KEY_SIZE;
+	d->cq_data_size = 0;	/* no immediate data on MSG */
+	d->cq_cnt = IWARP_CQ_CNT;
+	d->ep_cnt = IWARP_EP_CNT;
+	d->tx_ctx_cnt = IWARP_EP_CNT;
+	d->rx_ctx_cnt = IWARP_EP_CNT;
+	d->max_ep_tx_ctx = 1;
+	d->max_ep_rx_ctx = 1;
+	d->max_ep_stx_ctx = 0;
+	d->max_ep_srx_ctx = 0;
+	d->cntr_cnt = IWARP_CNTR_CNT;
+	d->mr_iov_limit = 1;
+	d->mr_cnt = IWARP_MR_CNT;
+	d->caps = IWARP_COMM_CAPS;
+	d->mode = 0;
+}
+
+/*
+ * Without hints an application learns what we need: provider keys for
+ * RMA targets; virtual addresses are the common RMA addressing.
+ */
+static int iwarp_default_mr_mode(uint32_t version)
+{
+	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
+		return FI_MR_BASIC;
+	return FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
+}
+
+static void iwarp_defaults(struct fi_info *fi, uint32_t version)
+{
+	fi->caps = IWARP_CAPS;
+	fi->mode = 0;		/* no FI_CONTEXT, FI_CONTEXT2, FI_MSG_PREFIX */
+	iwarp_defaults_ep(fi->ep_attr);
+	iwarp_defaults_tx_rx(fi->tx_attr, fi->rx_attr);
+	iwarp_defaults_domain(fi->domain_attr);
+	fi->domain_attr->mr_mode = iwarp_default_mr_mode(version);
+	fi->fabric_attr->prov_version = iwarp_prov.version;
+	fi->fabric_attr->api_version = version;
+}
+
+/* ---- hints that no narrowing can satisfy */
+
+static const struct iwarp_limit iwarp_ep_limits[] = {
+	IWARP_LIMIT(struct fi_ep_attr, max_msg_size),
+	IWARP_LIMIT(struct fi_ep_attr, max_order_raw_size),
+	IWARP_LIMIT(struct fi_ep_attr, max_order_war_size),
+	IWARP_LIMIT(struct fi_ep_attr, max_order_waw_size),
+	/* FI_SHARED_CONTEXT is SIZE_MAX: shared contexts fail here too */
+	IWARP_LIMIT(struct fi_ep_attr, tx_ctx_cnt),
+	IWARP_LIMIT(struct fi_ep_attr, rx_ctx_cnt),
+};
+
+static bool iwarp_ep_hints_ok(const struct fi_ep_attr *h,
+			      const struct fi_ep_attr *ours)
+{
+	if (h->type != FI_EP_UNSPEC && h->type != ours->type)
+		return iwarp_reject("ep_type %d: only FI_EP_MSG\n", h->type);
+	if (h->protocol != FI_PROTO_UNSPEC && h->protocol != ours->protocol)
+		return iwarp_reject("protocol %u: only FI_PROTO_IWARP\n",
+				    h->protocol);
+	if (h->protocol_version > ours->protocol_version)
+		return iwarp_reject("protocol_version %u: only up to %u\n",
+				    h->protocol_version,
+				    ours->protocol_version);
+	if (h->auth_key_size || h->auth_key)
+		return iwarp_reject("ep auth_key not supported\n");
+	return iwarp_limits_ok("ep_attr", h, ours, iwarp_ep_limits,
+			       IWARP_NLIMITS(iwarp_ep_limits));
+}
+
+static const struct iwarp_limit iwarp_tx_limits[] = {
+	IWARP_LIMIT(struct fi_tx_attr, inject_size),
+	IWARP_LIMIT(struct fi_tx_attr, size),
+	IWARP_LIMIT(struct fi_tx_attr, iov_limit),
+	IWARP_LIMIT(struct fi_tx_attr, rma_iov_limit),
+};
+
+static bool iwarp_tx_hints_ok(const struct fi_tx_attr *h,
+			      const struct fi_tx_attr *ours)
+{
+	return iwarp_bits_ok("tx caps", h->caps & ~IWARP_TX_IGNORED,
+			     ours->caps, FI_TYPE_CAPS) &&
+	       iwarp_bits_ok("tx op_flags", h->op_flags, IWARP_TX_OP_FLAGS,
+			     FI_TYPE_OP_FLAGS) &&
+	       iwarp_bits_ok("tx msg_order", h->msg_order, ours->msg_order,
+			     FI_TYPE_MSG_ORDER) &&
+	       iwarp_bits_ok("tx comp_order", h->comp_order, ours->comp_order,
+			     FI_TYPE_MSG_ORDER) &&
+	       iwarp_limits_ok("tx_attr", h, ours, iwarp_tx_limits,
+			       IWARP_NLIMITS(iwarp_tx_limits));
+}
+
+static const struct iwarp_limit iwarp_rx_limits[] = {
+	IWARP_LIMIT(struct fi_rx_attr, size),
+	IWARP_LIMIT(struct fi_rx_attr, iov_limit),
+};
+
+/*
+ * total_buffered_recv is not checked: fi_endpoint(3) lets providers
+ * ignore it, and we never buffer unexpected messages (RM disabled).
+ */
+static bool iwarp_rx_hints_ok(const struct fi_rx_attr *h,
+			      const struct fi_rx_attr *ours)
+{
+	return iwarp_bits_ok("rx caps", h->caps & ~IWARP_RX_IGNORED,
+			     ours->caps, FI_TYPE_CAPS) &&
+	       iwarp_bits_ok("rx op_flags", h->op_flags, IWARP_RX_OP_FLAGS,
+			     FI_TYPE_OP_FLAGS) &&
+	       iwarp_bits_ok("rx msg_order", h->msg_order, ours->msg_order,
+			     FI_TYPE_MSG_ORDER) &&
+	       iwarp_bits_ok("rx comp_order", h->comp_order, ours->comp_order,
+			     FI_TYPE_MSG_ORDER) &&
+	       iwarp_limits_ok("rx_attr", h, ours, iwarp_rx_limits,
+			       IWARP_NLIMITS(iwarp_rx_limits));
+}
+
+static const struct iwarp_limit iwarp_domain_limits[] = {
+	/* MSG has no remote CQ data: any cq_data_size fails */
+	IWARP_LIMIT(struct fi_domain_attr, cq_data_size),
+	IWARP_LIMIT(struct fi_domain_attr, cq_cnt),
+	IWARP_LIMIT(struct fi_domain_attr, ep_cnt),
+	IWARP_LIMIT(struct fi_domain_attr, tx_ctx_cnt),
+	IWARP_LIMIT(struct fi_domain_attr, rx_ctx_cnt),
+	IWARP_LIMIT(struct fi_domain_attr, max_ep_tx_ctx),
+	IWARP_LIMIT(struct fi_domain_attr, max_ep_rx_ctx),
+	IWARP_LIMIT(struct fi_domain_attr, max_ep_stx_ctx),
+	IWARP_LIMIT(struct fi_domain_attr, max_ep_srx_ctx),
+	IWARP_LIMIT(struct fi_domain_attr, cntr_cnt),
+	IWARP_LIMIT(struct fi_domain_attr, mr_iov_limit),
+	IWARP_LIMIT(struct fi_domain_attr, mr_cnt),
+};
+
+static bool iwarp_progress_ok(enum fi_progress progress)
+{
+	return progress == FI_PROGRESS_UNSPEC ||
+	       progress == FI_PROGRESS_MANUAL;
+}
+
+static bool iwarp_domain_modes_ok(const struct fi_domain_attr *h)
+{
+	if ((unsigned int)h->threading > FI_THREAD_ENDPOINT)
+		return iwarp_reject("unknown threading %d\n", h->threading);
+	if (!iwarp_progress_ok(h->control_progress) ||
+	    !iwarp_progress_ok(h->data_progress))
+		return iwarp_reject("only FI_PROGRESS_MANUAL: there is no "
+				    "progress thread\n");
+	/* MSG endpoints would need receive-side flow control for it */
+	if (h->resource_mgmt != FI_RM_UNSPEC &&
+	    h->resource_mgmt != FI_RM_DISABLED)
+		return iwarp_reject("resource_mgmt %d: only FI_RM_DISABLED\n",
+				    h->resource_mgmt);
+	if ((unsigned int)h->av_type > FI_AV_TABLE)
+		return iwarp_reject("unknown av_type %d\n", h->av_type);
+	return true;
+}
+
+static bool iwarp_domain_hints_ok(const struct fi_domain_attr *h,
+				  const struct fi_domain_attr *ours)
+{
+	if (!iwarp_domain_modes_ok(h))
+		return false;
+	if (h->auth_key_size || h->auth_key)
+		return iwarp_reject("domain auth_key not supported\n");
+	return iwarp_bits_ok("domain caps", h->caps, ours->caps,
+			     FI_TYPE_CAPS) &&
+	       iwarp_limits_ok("domain_attr", h, ours, iwarp_domain_limits,
+			       IWARP_NLIMITS(iwarp_domain_limits));
+}
+
+static bool iwarp_hints_ok(const struct fi_info *hints,
+			   const struct fi_info *ours)
+{
+	if (!iwarp_bits_ok("caps", hints->caps, ours->caps, FI_TYPE_CAPS))
+		return false;
+	if (hints->fabric_attr && hints->fabric_attr->prov_version >
+				  ours->fabric_attr->prov_version)
+		return iwarp_reject("prov_version %#x is newer than ours\n",
+				    hints->fabric_attr->prov_version);
+	if (hints->ep_attr && !iwarp_ep_hints_ok(hints->ep_attr,
+						 ours->ep_attr))
+		return false;
+	if (hints->domain_attr &&
+	    !iwarp_domain_hints_ok(hints->domain_attr, ours->domain_attr))
+		return false;
+	if (hints->tx_attr && !iwarp_tx_hints_ok(hints->tx_attr,
+						 ours->tx_attr))
+		return false;
+	return !hints->rx_attr || iwarp_rx_hints_ok(hints->rx_attr,
+						    ours->rx_attr);
+}
+
+/* ---- capabilities */
+
+/* A bare FI_MSG or FI_RMA means every direction we have for it. */
+static uint64_t iwarp_caps_expand(uint64_t caps, uint64_t avail)
+{
+	if ((caps & FI_MSG) && !(caps & IWARP_MSG_DIR))
+		caps |= avail & IWARP_MSG_DIR;
+	if ((caps & FI_RMA) && !(caps & IWARP_RMA_DIR))
+		caps |= avail & IWARP_RMA_DIR;
+	return caps;
+}
+
+/*
+ * The transmit and receive halves of expanded info caps: a class is on
+ * a side only if one of its directions is (FI_MSG|FI_RECV sends nothing).
+ */
+static uint64_t iwarp_tx_half(uint64_t caps)
+{
+	uint64_t tx = caps & (FI_SEND | FI_READ | FI_WRITE);
+
+	if (caps & FI_SEND)
+		tx |= caps & FI_MSG;
+	if (caps & (FI_READ | FI_WRITE))
+		tx |= caps & FI_RMA;
+	return tx;
+}
+
+static uint64_t iwarp_rx_half(uint64_t caps)
+{
+	uint64_t rx = caps & (FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE);
+
+	if (caps & FI_RECV)
+		rx |= caps & FI_MSG;
+	if (caps & (FI_REMOTE_READ | FI_REMOTE_WRITE))
+		rx |= caps & FI_RMA;
+	return rx;
+}
+
+/* tx/rx caps from their own hint if any, else from the info caps. */
+static bool iwarp_side_caps(uint64_t *side, uint64_t hint, uint64_t avail,
+			    uint64_t info_caps, const char *what)
+{
+	if (!hint)
+		return true;
+	*side = iwarp_caps_expand(hint, avail);
+	if (*side & ~info_caps)
+		return iwarp_reject("%s caps %#llx are not within caps %#llx\n",
+				    what, (unsigned long long)*side,
+				    (unsigned long long)info_caps);
+	return true;
+}
+
+static bool iwarp_narrow_caps(struct fi_info *fi, const struct fi_info *hints)
+{
+	uint64_t tx_hint = 0, rx_hint = 0;
+
+	if (hints->caps)
+		fi->caps = iwarp_caps_expand(hints->caps, IWARP_CAPS);
+	if (hints->tx_attr)
+		tx_hint = hints->tx_attr->caps & ~IWARP_TX_IGNORED;
+	if (hints->rx_attr)
+		rx_hint = hints->rx_attr->caps & ~IWARP_RX_IGNORED;
+	fi->tx_attr->caps = iwarp_tx_half(fi->caps);
+	fi->rx_attr->caps = iwarp_rx_half(fi->caps);
+	return iwarp_side_caps(&fi->tx_attr->caps, tx_hint, IWARP_TX_CAPS,
+			       fi->caps, "tx") &&
+	       iwarp_side_caps(&fi->rx_attr->caps, rx_hint, IWARP_RX_CAPS,
+			       fi->caps, "rx");
+}
+
+/* ---- memory registration */
+
+/* Did the application name any RMA capability, anywhere? */
+static bool iwarp_rma_asked(const struct fi_info *hints)
+{
+	uint64_t caps = hints->caps;
+
+	if (hints->tx_attr)
+		caps |= hints->tx_attr->caps & ~IWARP_TX_IGNORED;
+	if (hints->rx_attr)
+		caps |= hints->rx_attr->caps & ~IWARP_RX_IGNORED;
+	return caps & IWARP_RMA_CAPS;
+}
+
+/*
+ * The reply's mr_mode for the application's, or -1. *prov_keys tells
+ * whether the application accepts keys we choose: our STags are random,
+ * so RMA targets need that. FI_MR_BASIC means VIRT_ADDR | ALLOCATED |
+ * PROV_KEY; FI_MR_SCALABLE (application-chosen keys, any address) is
+ * what we cannot do.
+ */
+static int iwarp_mr_mode(uint32_t version, int user, bool *prov_keys)
+{
+	*prov_keys = true;
+	if (FI_VERSION_LT(version, FI_VERSION(1, 5))) {
+		if (user == FI_MR_UNSPEC || user == FI_MR_BASIC)
+			return FI_MR_BASIC;
+		iwarp_reject("API < 1.5: mr_mode %#x, only FI_MR_BASIC\n",
+			     user);
+		return -1;
+	}
+	if (user == FI_MR_BASIC)
+		return FI_MR_BASIC;
+	if (user & (FI_MR_BASIC | FI_MR_SCALABLE)) {
+		iwarp_reject("mr_mode %#x: FI_MR_SCALABLE is not supported and "
+			     "FI_MR_BASIC does not combine\n", user);
+		return -1;
+	}
+	*prov_keys = user & FI_MR_PROV_KEY;
+	return user & IWARP_MR_HONOURED;
+}
+
+static void iwarp_drop_rma(struct fi_info *fi)
+{
+	fi->caps &= ~IWARP_RMA_CAPS;
+	fi->tx_attr->caps &= ~IWARP_RMA_CAPS;
+	fi->rx_attr->caps &= ~IWARP_RMA_CAPS;
+}
+
+/*
+ * Hints with mr_mode 0 (FI_MR_UNSPEC) at API >= 1.5 offer no bit at all;
+ * RMA then goes away unless it was asked for, which fails the entry.
+ */
+static bool iwarp_narrow_mr(struct fi_info *fi, uint32_t version,
+			    const struct fi_info *hints)
+{
+	int user = hints->domain_attr ? hints->domain_attr->mr_mode : 0;
+	bool prov_keys;
+	int mode;
+
+	mode = iwarp_mr_mode(version, user, &prov_keys);
+	if (mode < 0)
+		return false;
+	fi->domain_attr->mr_mode = mode;
+	if (prov_keys || !(fi->caps & IWARP_RMA_CAPS))
+		return true;
+	if (iwarp_rma_asked(hints))
+		return iwarp_reject("RMA needs FI_MR_PROV_KEY in mr_mode\n");
+	FI_INFO(&iwarp_prov, FI_LOG_CORE,
+		"no FI_MR_PROV_KEY in mr_mode: RMA left out\n");
+	iwarp_drop_rma(fi);
+	return true;
+}
+
+/* ---- echoing what the hints chose */
+
+static void iwarp_narrow_domain(struct fi_domain_attr *d,
+				const struct fi_domain_attr *h)
+{
+	if (h->threading != FI_THREAD_UNSPEC)
+		d->threading = h->threading;
+	/* MSG endpoints use no AV, but echo the type the app will open */
+	if (h->av_type != FI_AV_UNSPEC)
+		d->av_type = h->av_type;
+	if (h->caps)
+		d->caps = h->caps;
+}
+
+static void iwarp_narrow_ep(struct fi_ep_attr *ep, const struct fi_ep_attr *h,
+			    uint64_t caps)
+{
+	if (!(caps & IWARP_RMA_CAPS))
+		return;
+	if (h->max_order_raw_size)
+		ep->max_order_raw_size = h->max_order_raw_size;
+	if (h->max_order_war_size)
+		ep->max_order_war_size = h->max_order_war_size;
+	if (h->max_order_waw_size)
+		ep->max_order_waw_size = h->max_order_waw_size;
+}
+
+static void iwarp_narrow_attrs(struct fi_info *fi, const struct fi_info *hints)
+{
+	if (hints->domain_attr)
+		iwarp_narrow_domain(fi->domain_attr, hints->domain_attr);
+	if (hints->ep_attr)
+		iwarp_narrow_ep(fi->ep_attr, hints->ep_attr, fi->caps);
+	if (hints->tx_attr) {
+		fi->tx_attr->op_flags = hints->tx_attr->op_flags;
+		iwarp_limits_echo(fi->tx_attr, hints->tx_attr, iwarp_tx_limits,
+				  IWARP_NLIMITS(iwarp_tx_limits));
+	}
+	if (hints->rx_attr) {
+		fi->rx_attr->op_flags = hints->rx_attr->op_flags;
+		iwarp_limits_echo(fi->rx_attr, hints->rx_attr, iwarp_rx_limits,
+				  IWARP_NLIMITS(iwarp_rx_limits));
+	}
+	/* fi_getinfo(3): a passive endpoint given as handle comes back */
+	if (hints->handle && hints->handle->fclass == FI_CLASS_PEP)
+		fi->handle = hints->handle;
+}
+
+static bool iwarp_narrow(struct fi_info *fi, uint32_t version,
+			 const struct fi_info *hints)
+{
+	if (!iwarp_hints_ok(hints, fi) || !iwarp_narrow_caps(fi, hints) ||
+	    !iwarp_narrow_mr(fi, version, hints))
+		return false;
+	iwarp_narrow_attrs(fi, hints);
+	return true;
+}
+
+int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
+		    struct fi_info **tmpl)
+{
+	struct fi_info *fi;
+
+	*tmpl = NULL;
+	fi = fi_allocinfo();
+	if (!fi)
+		return -FI_ENOMEM;
+	iwarp_defaults(fi, version);
+	if (hints && !iwarp_narrow(fi, version, hints)) {
+		fi_freeinfo(fi);
+		return -FI_ENODATA;
+	}
+	*tmpl = fi;
+	return 0;
+}

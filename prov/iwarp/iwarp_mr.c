@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Memory registration: an engine STag per region. The key is the STag
+ * (random, provider chosen); with FI_MR_VIRT_ADDR remote addresses are
+ * virtual addresses, otherwise offsets into the region. Local buffers
+ * need no registration (we are software): descriptors are accepted and
+ * ignored.
+ */
+#include "iwarp.h"
+
+#include <stdlib.h>
+
+#include "iwarp/engine.h"
+
+static int iwarp_mr_close(struct fid *fid)
+{
+	struct iwarp_mr *mr = iwarp_container_of(fid, struct iwarp_mr,
+						 mr_fid.fid);
+	struct iwarp_fabric *fab = mr->dom->fabric;
+
+	iwarp_lock(fab);
+	iw_mr_dereg(mr->imr);
+	atomic_fetch_sub(&mr->dom->ref, 1);
+	iwarp_unlock(fab);
+	free(mr);
+	return 0;
+}
+
+static struct fi_ops iwarp_mr_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = iwarp_mr_close,
+	.bind = iwarp_no_bind,
+	.control = iwarp_no_control,
+	.ops_open = iwarp_no_ops_open,
+	.tostr = iwarp_no_tostr,
+	.ops_set = iwarp_no_ops_set,
+};
+
+/* Only remote rights matter to the engine; local ones need no check. */
+static unsigned int iwarp_mr_access(uint64_t access)
+{
+	unsigned int a = IW_ACC_LOCAL_WRITE;
+
+	if (access & FI_REMOTE_READ)
+		a |= IW_ACC_REMOTE_READ;
+	if (access & FI_REMOTE_WRITE)
+		a |= IW_ACC_REMOTE_WRITE;
+	return a;
+}
+
+int iwarp_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+		     uint64_t flags, struct fid_mr **mrp)
+{
+	struct iwarp_domain *dom = iwarp_domain_of(fid);
+	const struct iovec *iov = attr->mr_iov;
+	struct iwarp_mr *mr;
+	uint64_t base;
+	int ret;
+
+	if (fid->fclass != FI_CLASS_DOMAIN || attr->iov_count != 1 || !iov ||
+	    flags)
+		return -FI_EINVAL;
+	if (attr->iface != FI_HMEM_SYSTEM)
+		return -FI_ENOSYS;
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -FI_ENOMEM;
+	base = dom->mr_mode & (FI_MR_VIRT_ADDR | FI_MR_BASIC) ?
+		       (uint64_t)(uintptr_t)iov->iov_base : 0;
+	iwarp_lock(dom->fabric);
+	ret = iw_mr_reg(dom->pd, iov->iov_base, iov->iov_len, base,
+			iwarp_mr_access(attr->access), &mr->imr);
+	if (!ret)
+		atomic_fetch_add(&dom->ref, 1);
+	iwarp_unlock(dom->fabric);
+	if (ret) {
+		free(mr);
+		return ret == -ENOMEM ? -FI_ENOMEM : -FI_EINVAL;
+	}
+	mr->dom = dom;
+	mr->mr_fid.fid.fclass = FI_CLASS_MR;
+	mr->mr_fid.fid.context = attr->context;
+	mr->mr_fid.fid.ops = &iwarp_mr_fi_ops;
+	mr->mr_fid.mem_desc = mr;
+	mr->mr_fid.key = iw_mr_stag(mr->imr);
+	*mrp = &mr->mr_fid;
+	return 0;
+}
+
+int iwarp_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+		  uint64_t access, uint64_t offset, uint64_t requested_key,
+		  uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct fi_mr_attr attr = {
+		.mr_iov = iov,
+		.iov_count = count,
+		.access = access,
+		.offset = offset,
+		.requested_key = requested_key,
+		.context = context,
+		.iface = FI_HMEM_SYSTEM,
+	};
+
+	return iwarp_mr_regattr(fid, &attr, flags, mr);
+}
+
+int iwarp_mr_reg(struct fid *fid, const void *buf, size_t len,
+		 uint64_t access, uint64_t offset, uint64_t requested_key,
+		 uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return iwarp_mr_regv(fid, &iov, 1, access, offset, requested_key,
+			     flags, mr, context);
+}

@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Passive endpoint: an engine listener. A complete MPA Request becomes an
+ * FI_CONNREQ event whose info->handle is an iwarp_connreq; fi_endpoint()
+ * with that info and fi_accept() turn it into a connection, fi_reject()
+ * answers it with the R bit and private data.
+ */
+#include "iwarp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "iwarp/engine.h"
+
+static struct iwarp_pep *iwarp_pep_of(struct fid *fid)
+{
+	return iwarp_container_of(fid, struct iwarp_pep, pep_fid.fid);
+}
+
+static void iwarp_pep_progress(struct iwarp_pollable *p)
+{
+	struct iwarp_pep *pep = iwarp_container_of(p, struct iwarp_pep, poll);
+
+	iw_listener_progress(pep->l);
+}
+
+static void iwarp_pep_poll_info(struct iwarp_pollable *p, int *fd,
+				short *events, uint64_t *deadline)
+{
+	struct iwarp_pep *pep = iwarp_container_of(p, struct iwarp_pep, poll);
+
+	*fd = iw_listener_fd(pep->l);
+	*events = POLLIN;
+	*deadline = iw_listener_deadline(pep->l);
+}
+
+void iwarp_connreq_release(struct iwarp_connreq *cr)
+{
+	iwarp_list_del(&cr->link);
+	if (cr->req)
+		iw_conn_req_set_ctx(cr->req, NULL);
+	free(cr);
+}
+
+static int iwarp_connreq_close(struct fid *fid)
+{
+	return -FI_ENOSYS;	/* released by accept, reject or the pep */
+}
+
+static struct fi_ops iwarp_connreq_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = iwarp_connreq_close,
+	.bind = iwarp_no_bind,
+	.control = iwarp_no_control,
+	.ops_open = iwarp_no_ops_open,
+	.tostr = iwarp_no_tostr,
+	.ops_set = iwarp_no_ops_set,
+};
+
+/* The FI_CONNREQ info: the pep's, with both addresses of the request. */
+static struct fi_info *iwarp_connreq_info(struct iwarp_pep *pep,
+					  struct iwarp_connreq *cr)
+{
+	struct fi_info *info = fi_dupinfo(pep->info);
+	union iwarp_sockaddr a;
+	socklen_t len = sizeof(a);
+
+	if (!info)
+		return NULL;
+	info->handle = &cr->fid;
+	if (!iw_conn_req_getpeer(cr->req, &a.sa, &len)) {
+		free(info->dest_addr);
+		info->dest_addr = malloc(len);
+		if (info->dest_addr) {
+			memcpy(info->dest_addr, &a, len);
+			info->dest_addrlen = len;
+		}
+	}
+	len = sizeof(a);
+	if (!iw_conn_req_getname(cr->req, &a.sa, &len)) {
+		free(info->src_addr);
+		info->src_addr = malloc(len);
+		if (info->src_addr) {
+			memcpy(info->src_addr, &a, len);
+			info->src_addrlen = len;
+		}
+	}
+	return info;
+}
+
+static void iwarp_pep_conn_request(void *arg, struct iw_conn_req *req,
+				   const struct iw_cm_event *ev)
+{
+	struct iwarp_pep *pep = arg;
+	uint8_t buf[sizeof(struct fi_eq_cm_entry) + 512];
+	struct fi_eq_cm_entry *entry = (void *)buf;
+	struct iwarp_connreq *cr;
+
+	cr = calloc(1, sizeof(*cr));
+	if (!cr || !pep->eq) {
+		free(cr);
+		iw_reject(req, NULL, 0);
+		return;
+	}
+	cr->fid.fclass = FI_CLASS_CONNREQ;
+	cr->fid.ops = &iwarp_connreq_ops;
+	cr->pep = pep;
+	cr->req = req;
+	iw_conn_req_set_ctx(req, cr);
+	iwarp_list_add_tail(&pep->reqs, &cr->link);
+	memset(entry, 0, sizeof(*entry));
+	entry->fid = &pep->pep_fid.fid;
+	entry->info = iwarp_connreq_info(pep, cr);
+	memcpy(entry->data, ev->pdata, ev->pdata_len);
+	iwarp_eq_write_locked(pep->eq, FI_CONNREQ, entry,
+			      sizeof(*entry) + ev->pdata_len);
+}
+
+static void iwarp_pep_conn_dropped(void *arg, struct iw_conn_req *req)
+{
+	struct iwarp_connreq *cr = iw_conn_req_ctx(req);
+
+	if (cr)
+		cr->req = NULL;	/* fi_accept on it now fails cleanly */
+}
+
+static const struct iw_listener_ops iwarp_pep_listener_ops = {
+	.conn_request = iwarp_pep_conn_request,
+	.conn_dropped = iwarp_pep_conn_dropped,
+};
+
+static int iwarp_pep_listen(struct fid_pep *pep_fid)
+{
+	struct iwarp_pep *pep = iwarp_pep_of(&pep_fid->fid);
+	struct iw_conn_param param = { 0 };
+	int ret;
+
+	if (!pep->eq)
+		return -FI_ENOEQ;
+	if (pep->l)
+		return 0;
+	iwarp_lock(pep->fab);
+	ret = iw_listen(pep->dev, &pep->addr.sa, iwarp_sa_len(&pep->addr.sa),
+			1024, &param, &iwarp_pep_listener_ops, pep, &pep->l);
+	if (!ret) {
+		pep->poll.progress = iwarp_pep_progress;
+		pep->poll.poll_info = iwarp_pep_poll_info;
+		iwarp_pollable_add(pep->fab, &pep->poll);
+		if (pep->eq)
+			iwarp_wait_bind(&pep->eq->wait, &pep->poll);
+	}
+	iwarp_unlock(pep->fab);
+	if (ret)
+		FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL, "listen failed: %s\n",
+			strerror(-ret));
+	return ret;
+}
+
+static int iwarp_pep_reject(struct fid_pep *pep_fid, fid_t handle,
+			    const void *param, size_t paramlen)
+{
+	struct iwarp_pep *pep = iwarp_pep_of(&pep_fid->fid);
+	struct iwarp_connreq *cr;
+	int ret = 0;
+
+	if (!handle || handle->fclass != FI_CLASS_CONNREQ ||
+	    paramlen > IWARP_CM_DATA_MAX || (paramlen && !param))
+		return -FI_EINVAL;
+	cr = iwarp_container_of(handle, struct iwarp_connreq, fid);
+	iwarp_lock(pep->fab);
+	if (cr->req)
+		iw_reject(cr->req, param, (uint16_t)paramlen);
+	else
+		ret = -FI_ECONNABORTED;
+	cr->req = NULL;
+	iwarp_connreq_release(cr);
+	iwarp_unlock(pep->fab);
+	return ret;
+}
+
+static int iwarp_pep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct iwarp_pep *pep = iwarp_pep_of(fid);
+	union iwarp_sockaddr a = pep->addr;
+	socklen_t len = sizeof(a);
+	size_t need;
+
+	if (pep->l)
+		iw_listener_getname(pep->l, &a.sa, &len);
+	need = iwarp_sa_len(&a.sa);
+	if (!addr || *addrlen < need) {
+		*addrlen = need;
+		return -FI_ETOOSMALL;
+	}
+	memcpy(addr, &a, need);
+	*addrlen = need;
+	return 0;
+}
+
+static int iwarp_pep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct iwarp_pep *pep = iwarp_pep_of(fid);
+	const struct sockaddr *sa = addr;
+
+	if (pep->l)
+		return -FI_EBUSY;
+	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
+	    addrlen > sizeof(pep->addr) ||
+	    (sa->sa_family != AF_INET && sa->sa_family != AF_INET6))
+		return -FI_EINVAL;
+	memset(&pep->addr, 0, sizeof(pep->addr));
+	memcpy(&pep->addr, addr, addrlen);
+	return 0;
+}
+
+static int iwarp_pep_close(struct fid *fid)
+{
+	struct iwarp_pep *pep = iwarp_pep_of(fid);
+	struct iwarp_fabric *fab = pep->fab;
+
+	iwarp_lock(fab);
+	if (pep->l) {
+		if (pep->eq)
+			iwarp_wait_unbind(&pep->eq->wait, &pep->poll);
+		iwarp_pollable_del(&pep->poll);
+		iw_listener_close(pep->l);
+	}
+	while (!iwarp_list_empty(&pep->reqs)) {
+		struct iwarp_connreq *cr = iwarp_container_of(
+			pep->reqs.next, struct iwarp_connreq, link);
+
+		cr->req = NULL;
+		iwarp_connreq_release(cr);
+	}
+	if (pep->eq)
+		atomic_fetch_sub(&pep->eq->ref, 1);
+	iwarp_unlock(fab);
+	iw_dev_close(pep->dev);
+	fi_freeinfo(pep->info);
+	atomic_fetch_sub(&fab->ref, 1);
+	free(pep);
+	return 0;
+}
+
+static int iwarp_pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct iwarp_pep *pep = iwarp_pep_of(fid);
+
+	if (bfid->fclass != FI_CLASS_EQ || pep->eq)
+		return -FI_EINVAL;
+	pep->eq = iwarp_eq_of(bfid);
+	atomic_fetch_add(&pep->eq->ref, 1);
+	return 0;
+}
+
+static int iwarp_pep_getopt(fid_t fid, int level, int optname, void *optval,
+			    size_t *optlen)
+{
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE)
+		return -FI_ENOPROTOOPT;
+	if (*optlen < sizeof(size_t)) {
+		*optlen = sizeof(size_t);
+		return -FI_ETOOSMALL;
+	}
+	*(size_t *)optval = IWARP_CM_DATA_MAX;
+	*optlen = sizeof(size_t);
+	return 0;
+}
+
+static int iwarp_pep_setopt(fid_t fid, int level, int optname,
+			    const void *optval, size_t optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
+static struct fi_ops iwarp_pep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = iwarp_pep_close,
+	.bind = iwarp_pep_bind,
+	.control = iwarp_no_control,
+	.ops_open = iwarp_no_ops_open,
+	.tostr = iwarp_no_tostr,
+	.ops_set = iwarp_no_ops_set,
+};
+
+static int iwarp_pep_no_connect(struct fid_ep *ep, const void *addr,
+				const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_pep_no_accept(struct fid_ep *ep, const void *param,
+			       size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_pep_no_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_pep_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_pep_no_join(struct fid_ep *ep, const void *addr,
+			     uint64_t flags, struct fid_mc **mc, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm iwarp_pep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = iwarp_pep_setname,
+	.getname = iwarp_pep_getname,
+	.getpeer = iwarp_pep_no_getpeer,
+	.connect = iwarp_pep_no_connect,
+	.listen = iwarp_pep_listen,
+	.accept = iwarp_pep_no_accept,
+	.reject = iwarp_pep_reject,
+	.shutdown = iwarp_pep_no_shutdown,
+	.join = iwarp_pep_no_join,
+};
+
+static struct fi_ops_ep iwarp_pep_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.getopt = iwarp_pep_getopt,
+	.setopt = iwarp_pep_setopt,
+};
+
+int iwarp_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+		     struct fid_pep **pepp, void *context)
+{
+	struct iwarp_fabric *fab = iwarp_fabric_of(&fabric->fid);
+	struct iwarp_pep *pep;
+
+	if (!info || (info->ep_attr && info->ep_attr->type != FI_EP_MSG))
+		return -FI_EINVAL;
+	pep = calloc(1, sizeof(*pep));
+	if (!pep)
+		return -FI_ENOMEM;
+	pep->info = fi_dupinfo(info);
+	if (!pep->info || iw_dev_open(&pep->dev)) {
+		fi_freeinfo(pep->info);
+		free(pep);
+		return -FI_ENOMEM;
+	}
+	pep->fab = fab;
+	iwarp_list_init(&pep->reqs);
+	iwarp_list_init(&pep->poll.link);
+	if (info->src_addr && info->src_addrlen <= sizeof(pep->addr))
+		memcpy(&pep->addr, info->src_addr, info->src_addrlen);
+	else
+		pep->addr.sin.sin_family =
+			info->addr_format == FI_SOCKADDR_IN6 ? AF_INET6 :
+							       AF_INET;
+	atomic_fetch_add(&fab->ref, 1);
+	pep->pep_fid.fid.fclass = FI_CLASS_PEP;
+	pep->pep_fid.fid.context = context;
+	pep->pep_fid.fid.ops = &iwarp_pep_fi_ops;
+	pep->pep_fid.cm = &iwarp_pep_cm_ops;
+	pep->pep_fid.ops = &iwarp_pep_ep_ops;
+	*pepp = &pep->pep_fid;
+	return 0;
+}

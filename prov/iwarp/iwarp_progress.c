@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Manual progress and the wait objects of CQs, EQs and counters.
+ *
+ * Everything that owns a socket registers as a pollable of its fabric;
+ * iwarp_progress() drives them all once. A wait object is an eventfd
+ * (written when entries arrive) inside an epoll set that also holds the
+ * sockets of the pollables bound to the object, so the fd that
+ * FI_GETWAIT hands out becomes readable whenever a read would find work.
+ * Blocking calls (sread, fi_cntr_wait) do not use the epoll set: they
+ * poll() the eventfd and the sockets of every pollable of the fabric,
+ * because progress on any connection may be what completes their wait.
+ */
+#include "iwarp.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "iwarp/engine.h"
+#include "iwarp/wire.h"
+
+/*
+ * Longest single poll() of a blocking call. Pollables added by other
+ * threads while we sleep join the poll set only at the next slice; a
+ * wait object without an eventfd (FI_WAIT_NONE) is only re-checked then.
+ */
+#define IWARP_WAIT_SLICE_MS		100
+#define IWARP_WAIT_SLICE_NOFD_MS	10
+#define IWARP_WAIT_STACK_FDS		16
+
+/* Lock held, as for del. */
+void iwarp_pollable_add(struct iwarp_fabric *fab, struct iwarp_pollable *p)
+{
+	p->fab = fab;
+	iwarp_list_add_tail(&fab->pollables, &p->link);
+}
+
+/* Safe on a pollable that was never added (zeroed link) or deleted. */
+void iwarp_pollable_del(struct iwarp_pollable *p)
+{
+	if (p->link.next)
+		iwarp_list_del(&p->link);
+}
+
+/*
+ * A callback may delete any pollable, itself included, or add new ones.
+ * A marker linked in after the current entry keeps our place: only we
+ * unlink it, so it is still in the list whatever the callback removed.
+ */
+void iwarp_progress(struct iwarp_fabric *fab)
+{
+	struct iwarp_list mark, *cur;
+	struct iwarp_pollable *p;
+
+	if (fab->in_progress)
+		return;
+	fab->in_progress = true;
+	cur = fab->pollables.next;
+	while (cur != &fab->pollables) {
+		p = iwarp_container_of(cur, struct iwarp_pollable, link);
+		mark.prev = cur;
+		mark.next = cur->next;
+		cur->next->prev = &mark;
+		cur->next = &mark;
+		p->progress(p);
+		cur = mark.next;
+		iwarp_list_del(&mark);
+	}
+	fab->in_progress = false;
+}
+
+/* ---- wait objects */
+
+int iwarp_wait_init(struct iwarp_wait *w, enum fi_wait_obj type)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ret;
+
+	memset(w, 0, sizeof(*w));
+	w->epfd = w->efd = -1;
+	switch (type) {
+	case FI_WAIT_NONE:
+		w->type = FI_WAIT_NONE;
+		return 0;
+	case FI_WAIT_UNSPEC:
+	case FI_WAIT_FD:
+		break;
+	case FI_WAIT_SET:
+	case FI_WAIT_MUTEX_COND:
+	case FI_WAIT_YIELD:
+	case FI_WAIT_POLLFD:
+		return -FI_ENOSYS;
+	default:
+		return -FI_EINVAL;
+	}
+	w->type = FI_WAIT_FD;
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (w->epfd < 0)
+		return -errno;
+	w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->efd < 0) {
+		ret = -errno;
+		goto err_close_ep;
+	}
+	ev.data.fd = w->efd;
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->efd, &ev)) {
+		ret = -errno;
+		goto err_close_efd;
+	}
+	return 0;
+
+err_close_efd:
+	close(w->efd);
+err_close_ep:
+	close(w->epfd);
+	w->epfd = w->efd = -1;
+	return ret;
+}
+
+void iwarp_wait_fini(struct iwarp_wait *w)
+{
+	if (w->efd >= 0)
+		close(w->efd);
+	if (w->epfd >= 0)
+		close(w->epfd);
+	free(w->bound);
+	free(w->regs);
+	w->bound = NULL;
+	w->regs = NULL;
+	w->nbound = w->nregs = 0;
+	w->epfd = w->efd = -1;
+}
+
+/*
+ * Lock held. A pollable may be bound more than once (e.g. TX and RX).
+ * Only -FI_ENOMEM fails; a registration that fails is retried by the
+ * next sync.
+ */
+int iwarp_wait_bind(struct iwarp_wait *w, struct iwarp_pollable *p)
+{
+	struct iwarp_pollable **nb;
+
+	if (w->type == FI_WAIT_NONE)
+		return 0;
+	if (w->nbound == w->cap) {
+		nb = realloc(w->bound, sizeof(*nb) * (w->cap ? w->cap * 2 : 4));
+		if (!nb)
+			return -FI_ENOMEM;
+		w->bound = nb;
+		w->cap = w->cap ? w->cap * 2 : 4;
+	}
+	w->bound[w->nbound++] = p;
+	iwarp_wait_sync(w);
+	return 0;
+}
+
+/* Lock held. Removes one binding of p; p must still be valid. */
+void iwarp_wait_unbind(struct iwarp_wait *w, struct iwarp_pollable *p)
+{
+	int i;
+
+	for (i = 0; i < w->nbound; i++) {
+		if (w->bound[i] != p)
+			continue;
+		w->bound[i] = w->bound[--w->nbound];
+		iwarp_wait_sync(w);
+		return;
+	}
+}
+
+/* Lock held (writers and drainers serialize on the fabric lock). */
+void iwarp_wait_signal(struct iwarp_wait *w)
+{
+	uint64_t one = 1;
+
+	if (w->efd < 0 || w->pending)
+		return;
+	if (write(w->efd, &one, sizeof(one)) == sizeof(one))
+		w->pending = true;
+}
+
+/* Lock held. */
+void iwarp_wait_drain(struct iwarp_wait *w)
+{
+	uint64_t v;
+
+	if (w->efd < 0 || !w->pending)
+		return;
+	if (read(w->efd, &v, sizeof(v)) == sizeof(v) || errno == EAGAIN)
+		w->pending = false;
+}
+
+static uint32_t iwarp_poll_to_epoll(short events)
+{
+	return (events & POLLIN ? EPOLLIN : 0) |
+	       (events & POLLOUT ? EPOLLOUT : 0) |
+	       (events & POLLPRI ? EPOLLPRI : 0);
+}
+
+/*
+ * Registers fd for events, whatever the set believes: an fd that was
+ * closed has left the set on its own, and its number may now belong to
+ * a new socket. Returns false if the fd cannot be registered (closed).
+ */
+static bool iwarp_wait_register(struct iwarp_wait *w, int fd, short events)
+{
+	struct epoll_event ev = {
+		.events = iwarp_poll_to_epoll(events),
+		.data.fd = fd,
+	};
+
+	if (!epoll_ctl(w->epfd, EPOLL_CTL_MOD, fd, &ev))
+		return true;
+	if (errno != ENOENT)
+		return false;
+	return !epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* Collects what the bound pollables wait for now, merged per fd. */
+static int iwarp_wait_wanted(struct iwarp_wait *w, struct pollfd *want)
+{
+	uint64_t deadline;
+	int i, j, n = 0;
+	short events;
+	int fd;
+
+	for (i = 0; i < w->nbound; i++) {
+		w->bound[i]->poll_info(w->bound[i], &fd, &events, &deadline);
+		if (fd < 0 || !events)
+			continue;
+		for (j = 0; j < n && want[j].fd != fd; j++)
+			;
+		if (j == n)
+			want[n++] = (struct pollfd){ .fd = fd };
+		want[j].events |= events;
+	}
+	return n;
+}
+
+/*
+ * Lock held. Makes the epoll set hold exactly the eventfd plus the fds
+ * and events the bound pollables report now. Returns 0 or -FI_ENOMEM.
+ */
+int iwarp_wait_sync(struct iwarp_wait *w)
+{
+	struct pollfd *want;
+	int i, n, kept = 0;
+
+	if (w->type != FI_WAIT_FD)
+		return 0;
+	want = calloc(w->nbound ? w->nbound : 1, sizeof(*want));
+	if (!want)
+		return -FI_ENOMEM;
+	n = iwarp_wait_wanted(w, want);
+	if (n > w->regcap) {
+		void *nr = realloc(w->regs, sizeof(*w->regs) * n);
+
+		if (!nr) {
+			free(want);
+			return -FI_ENOMEM;
+		}
+		w->regs = nr;
+		w->regcap = n;
+	}
+	for (i = 0; i < w->nregs; i++) {
+		int j;
+
+		for (j = 0; j < n && want[j].fd != w->regs[i].fd; j++)
+			;
+		if (j == n)	/* ENOENT/EBADF: it left with its close() */
+			epoll_ctl(w->epfd, EPOLL_CTL_DEL, w->regs[i].fd, NULL);
+	}
+	for (i = 0; i < n; i++) {
+		if (!iwarp_wait_register(w, want[i].fd, want[i].events))
+			continue;
+		w->regs[kept].fd = want[i].fd;
+		w->regs[kept].events = want[i].events;
+		kept++;
+	}
+	w->nregs = kept;
+	free(want);
+	return 0;
+}
+
+int iwarp_wait_control(struct iwarp_fabric *fab, struct iwarp_wait *w,
+		       int command, void *arg)
+{
+	int ret;
+
+	if (!arg)
+		return -FI_EINVAL;
+	switch (command) {
+	case FI_GETWAIT:
+		if (w->type != FI_WAIT_FD)
+			return -FI_ENODATA;
+		iwarp_lock(fab);
+		ret = iwarp_wait_sync(w);
+		iwarp_unlock(fab);
+		*(int *)arg = w->epfd;
+		return ret;
+	case FI_GETWAITOBJ:
+		*(enum fi_wait_obj *)arg = w->type;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+/* ---- blocking */
+
+struct iwarp_pollset {
+	struct pollfd stack[IWARP_WAIT_STACK_FDS];
+	struct pollfd *fds;
+	int n, cap;
+	uint64_t deadline;		/* the earliest, 0: none */
+};
+
+static int iwarp_pollset_grow(struct iwarp_pollset *ps, int need)
+{
+	struct pollfd *nf;
+
+	if (need <= ps->cap)
+		return 0;
+	nf = malloc(sizeof(*nf) * need);
+	if (!nf)
+		return -FI_ENOMEM;
+	if (ps->fds != ps->stack)
+		free(ps->fds);
+	ps->fds = nf;
+	ps->cap = need;
+	return 0;
+}
+
+/* Lock held. The eventfd, if any, is entry 0. */
+static int iwarp_pollset_fill(struct iwarp_pollset *ps,
+			      struct iwarp_fabric *fab, struct iwarp_wait *w)
+{
+	struct iwarp_pollable *p;
+	struct iwarp_list *cur;
+	uint64_t deadline;
+	short events;
+	int fd, n = 1;
+
+	for (cur = fab->pollables.next; cur != &fab->pollables;
+	     cur = cur->next)
+		n++;
+	if (iwarp_pollset_grow(ps, n))
+		return -FI_ENOMEM;
+	ps->n = 0;
+	ps->deadline = 0;
+	if (w && w->efd >= 0)
+		ps->fds[ps->n++] = (struct pollfd){ .fd = w->efd,
+						    .events = POLLIN };
+	for (cur = fab->pollables.next; cur != &fab->pollables;
+	     cur = cur->next) {
+		p = iwarp_container_of(cur, struct iwarp_pollable, link);
+		p->poll_info(p, &fd, &events, &deadline);
+		if (deadline && (!ps->deadline || deadline < ps->deadline))
+			ps->deadline = deadline;
+		if (fd >= 0 && events)
+			ps->fds[ps->n++] = (struct pollfd){ .fd = fd,
+							    .events = events };
+	}
+	return 0;
+}
+
+/* poll() timeout: the caller's end, the next pollable deadline, a slice. */
+static int iwarp_slice_ms(const struct iwarp_pollset *ps, bool has_efd,
+			  uint64_t now, uint64_t end)
+{
+	uint64_t ms = has_efd ? IWARP_WAIT_SLICE_MS : IWARP_WAIT_SLICE_NOFD_MS;
+
+	if (end && end - now < ms)
+		ms = end - now;
+	if (ps->deadline) {
+		/* a deadline that progress left in the past: back off 1 ms */
+		uint64_t left = ps->deadline > now ? ps->deadline - now : 1;
+
+		if (left < ms)
+			ms = left;
+	}
+	return (int)ms;
+}
+
+int iwarp_wait_block(struct iwarp_fabric *fab, struct iwarp_wait *w,
+		     bool (*ready)(void *arg), void *arg, int timeout_ms,
+		     bool signal_breaks)
+{
+	struct iwarp_pollset ps = { .cap = IWARP_WAIT_STACK_FDS };
+	uint64_t now, end = 0;
+	bool has_efd = w && w->efd >= 0, kicked = false;
+	int ret, err;
+
+	ps.fds = ps.stack;
+	if (timeout_ms >= 0)
+		end = iw_now_ms() + (uint64_t)timeout_ms;
+	for (;;) {
+		iwarp_progress(fab);
+		if (ready(arg)) {
+			ret = 0;
+			break;
+		}
+		if (kicked && signal_breaks) {
+			ret = -FI_EINTR;
+			break;
+		}
+		now = iw_now_ms();
+		if (end && now >= end) {
+			ret = -FI_EAGAIN;
+			break;
+		}
+		ret = iwarp_pollset_fill(&ps, fab, w);
+		if (ret)
+			break;
+		/* writers signal under the lock: nothing is lost by this */
+		if (has_efd)
+			iwarp_wait_drain(w);
+		iwarp_unlock(fab);
+		ret = poll(ps.fds, ps.n,
+			   iwarp_slice_ms(&ps, has_efd, now, end));
+		err = errno;
+		iwarp_lock(fab);
+		if (ret < 0 && err != EINTR) {
+			ret = -err;
+			break;
+		}
+		if (ret < 0) {
+			iwarp_progress(fab);
+			ret = ready(arg) ? 0 : -FI_EINTR;
+			break;
+		}
+		kicked = has_efd && (ps.fds[0].revents & POLLIN);
+	}
+	if (ps.fds != ps.stack)
+		free(ps.fds);
+	return ret;
+}
+
+/* ---- error text */
+
+const char *iwarp_prov_errno_str(int prov_errno)
+{
+	if (prov_errno < 0 || (prov_errno & ~0x1ffff) ||
+	    !(prov_errno & 0x10000))
+		return NULL;
+	return iw_err_str((prov_errno >> 12) & 0xf, (prov_errno >> 8) & 0xf,
+			  prov_errno & 0xff);
+}
+
+const char *iwarp_strerror(int prov_errno, char *buf, size_t len)
+{
+	const char *s = iwarp_prov_errno_str(prov_errno);
+
+	if (!s)
+		s = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
+	if (!buf || !len)
+		return s;
+	snprintf(buf, len, "%s", s);
+	return buf;
+}
+
+/* ---- fi_trywait */
+
+static struct iwarp_wait *iwarp_fid_wait(struct fid *fid,
+					 struct iwarp_fabric **fab)
+{
+	switch (fid->fclass) {
+	case FI_CLASS_CQ:
+		*fab = iwarp_cq_of(fid)->fab;
+		return &iwarp_cq_of(fid)->wait;
+	case FI_CLASS_EQ:
+		*fab = iwarp_eq_of(fid)->fab;
+		return &iwarp_eq_of(fid)->wait;
+	case FI_CLASS_CNTR:
+		*fab = iwarp_cntr_of(fid)->fab;
+		return &iwarp_cntr_of(fid)->wait;
+	default:
+		return NULL;
+	}
+}
+
+/*
+ * Lock held. Would a read find something? A counter counts as busy once
+ * per change, the way a libfabric pollset reports counters.
+ */
+static bool iwarp_fid_busy(struct fid *fid)
+{
+	struct iwarp_cntr *cntr;
+	struct iwarp_cq *cq;
+	bool busy;
+
+	switch (fid->fclass) {
+	case FI_CLASS_CQ:
+		cq = iwarp_cq_of(fid);
+		return cq->count || cq->ecount || cq->signaled;
+	case FI_CLASS_EQ:
+		return iwarp_eq_of(fid)->count;
+	default:
+		cntr = iwarp_cntr_of(fid);
+		busy = cntr->value != cntr->chk_value ||
+		       cntr->err != cntr->chk_err;
+		cntr->chk_value = cntr->value;
+		cntr->chk_err = cntr->err;
+		return busy;
+	}
+}
+
+/*
+ * 0: every object is empty, its eventfd has been reset and its epoll set
+ * is current, so the caller may sleep on the fds; -FI_EAGAIN: read
+ * first. -FI_EINVAL for objects without an fd or of another fabric.
+ */
+int iwarp_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+{
+	struct iwarp_fabric *fab = iwarp_fabric_of(&fabric->fid), *of;
+	struct iwarp_wait *w;
+	int i, ret = 0;
+
+	for (i = 0; i < count; i++) {
+		w = fids[i] ? iwarp_fid_wait(fids[i], &of) : NULL;
+		if (!w || of != fab || w->type != FI_WAIT_FD)
+			return -FI_EINVAL;
+	}
+	iwarp_lock(fab);
+	iwarp_progress(fab);
+	for (i = 0; i < count; i++) {
+		if (iwarp_fid_busy(fids[i])) {
+			ret = -FI_EAGAIN;
+			goto unlock;
+		}
+	}
+	for (i = 0; i < count && !ret; i++) {
+		w = iwarp_fid_wait(fids[i], &of);
+		iwarp_wait_drain(w);
+		ret = iwarp_wait_sync(w);
+	}
+unlock:
+	iwarp_unlock(fab);
+	return ret;
+}
