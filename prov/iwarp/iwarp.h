@@ -273,13 +273,15 @@ static inline struct iwarp_cq *iwarp_cq_of(struct fid *fid)
 struct iwarp_eq_event {
 	uint32_t event;
 	bool is_err;
-	bool owns_info;			/* ours: u.cm.info of FI_CONNREQ */
+	bool owns_info;			/* ours: the info of an FI_CONNREQ */
 	size_t len;			/* octets of buf */
+	/* fi_eq_cm_entry ends in a flexible array, so it cannot be a union
+	 * member: CM entries live in raw (aligned for it) */
 	union {
-		struct fi_eq_cm_entry cm;
 		struct fi_eq_entry entry;
 		struct fi_eq_err_entry err;
-		uint8_t raw[sizeof(struct fi_eq_cm_entry) + 512];
+		uint8_t raw[sizeof(struct fi_eq_cm_entry) + 512]
+			__attribute__((aligned(8)));
 	} u;
 	uint8_t err_data[512];
 };
@@ -433,6 +435,7 @@ struct iwarp_ep {
 	enum iwarp_ep_state state;
 	bool enabled;
 	bool local_shutdown;
+	bool state_passive;		/* made from an FI_CONNREQ */
 	struct iwarp_cq *tx_cq, *rx_cq;
 	bool tx_selective, rx_selective;
 	struct iwarp_eq *eq;

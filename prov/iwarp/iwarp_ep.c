@@ -90,8 +90,9 @@ static void iwarp_ep_cm_event(void *arg, struct iw_qp *qp,
 	switch (ev->type) {
 	case IW_CM_ESTABLISHED:
 		ep->state = IWARP_EP_CONNECTED;
+		/* the active side reports the Reply's private data */
 		iwarp_ep_eq_cm(ep, FI_CONNECTED,
-			       ep->connreq || ep->info->handle ? NULL : ev);
+			       ep->state_passive ? NULL : ev);
 		break;
 	case IW_CM_REJECTED:
 		ep->state = IWARP_EP_SHUTDOWN;
@@ -547,7 +548,10 @@ int iwarp_ep_open(struct fid_domain *domain, struct fi_info *info,
 
 	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_MSG)
 		return -FI_EINVAL;
-	if (info->handle && info->handle->fclass != FI_CLASS_CONNREQ)
+	/* fi_getinfo(3): a passive endpoint may be named as the handle; it
+	 * carries nothing we need, a connection request carries the peer */
+	if (info->handle && info->handle->fclass != FI_CLASS_CONNREQ &&
+	    info->handle->fclass != FI_CLASS_PEP)
 		return -FI_EINVAL;
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
@@ -564,9 +568,11 @@ int iwarp_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep->poll.poll_info = iwarp_ep_poll_info;
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
-	if (info->handle)
+	if (info->handle && info->handle->fclass == FI_CLASS_CONNREQ) {
 		ep->connreq = iwarp_container_of(info->handle,
 						 struct iwarp_connreq, fid);
+		ep->state_passive = true;
+	}
 	if (info->src_addr && info->src_addrlen <= sizeof(ep->src))
 		memcpy(&ep->src, info->src_addr, info->src_addrlen);
 	atomic_fetch_add(&dom->ref, 1);

@@ -64,7 +64,7 @@ static int iwarp_eq_put(struct iwarp_eq *eq, uint32_t event, const void *buf,
 		return -FI_ENOMEM;
 	ev->event = event;
 	ev->len = len;
-	ev->owns_info = owns_info && len >= sizeof(ev->u.cm);
+	ev->owns_info = owns_info && len >= sizeof(struct fi_eq_cm_entry);
 	memcpy(ev->u.raw, buf, len);
 	iwarp_wait_signal(&eq->wait);
 	return 0;
@@ -267,7 +267,7 @@ static void iwarp_eq_free(struct iwarp_eq *eq)
 	for (; eq->count; iwarp_eq_pop(eq)) {
 		ev = &eq->q[eq->head];
 		if (ev->owns_info)
-			fi_freeinfo(ev->u.cm.info);
+			fi_freeinfo(((struct fi_eq_cm_entry *)ev->u.raw)->info);
 	}
 	free(eq->q);
 	iwarp_wait_fini(&eq->wait);
