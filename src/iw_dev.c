@@ -48,6 +48,11 @@ uint64_t iw_random(struct iw_dev *dev)
 	return x * 0x2545F4914F6CDD1DULL;
 }
 
+uint64_t iw_dev_random(struct iw_dev *dev)
+{
+	return iw_random(dev);
+}
+
 static uint64_t iw_seed(void)
 {
 	uint64_t s = 0;

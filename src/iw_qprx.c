@@ -34,7 +34,8 @@ static bool iw_sge_at(const struct iw_sge *sge, int nsge, uint64_t off,
 
 	for (i = 0; i < nsge; i++) {
 		if (off < sge[i].len) {
-			dst->buf = (uint8_t *)sge[i].addr + off;
+			dst->buf = sge[i].addr ? (uint8_t *)sge[i].addr + off :
+						 NULL;
 			dst->len = sge[i].len - off;
 			return true;
 		}
@@ -223,6 +224,8 @@ static int iw_rcv_dst(struct iw_qp *qp, uint64_t off, struct iw_rx_dst *dst,
 	if (!iw_sge_at(qp->rcv.w.sge, qp->rcv.w.nsge, off, dst))
 		return iw_fail_u(err, DDP_ECODE_UT_TOO_LONG,
 				 "Send longer than the receive buffer");
+	if (qp->rcv.peek_mode && !dst->buf)
+		dst->len = 0;	/* a NULL entry: the ULP truncates here */
 	return 0;
 }
 

@@ -303,6 +303,32 @@ static const char *entry_mr_ok(const struct fi_info *fi)
 	return NULL;
 }
 
+/* What every RDM entry must say (Open MPI's needs, CONSUMERS.md). */
+static const char *rdm_entry_ok(const struct fi_info *fi)
+{
+	EXPECT(fi->ep_attr->type == FI_EP_RDM);
+	EXPECT(fi->ep_attr->protocol == FI_PROTO_IWARP);
+	EXPECT(fi->ep_attr->mem_tag_format & (1ULL << 63));
+	EXPECT(fi->mode == 0);
+	EXPECT(!(fi->caps & (FI_RMA | FI_ATOMIC)));
+	EXPECT(fi->domain_attr->cq_data_size >= 4);
+	EXPECT(fi->domain_attr->resource_mgmt != FI_RM_UNSPEC);
+	EXPECT(fi->domain_attr->control_progress == FI_PROGRESS_MANUAL);
+	return NULL;
+}
+
+static const char *want_rdm(const struct fi_info *fi)
+{
+	EXPECT(fi->ep_attr->type == FI_EP_RDM);
+	EXPECT((fi->caps & (FI_TAGGED | FI_MSG | FI_DIRECTED_RECV |
+			    FI_SOURCE)) ==
+	       (FI_TAGGED | FI_MSG | FI_DIRECTED_RECV | FI_SOURCE));
+	EXPECT(fi->domain_attr->cq_data_size == 8);
+	EXPECT(fi->domain_attr->resource_mgmt == FI_RM_ENABLED);
+	EXPECT(fi->tx_attr->inject_size >= 64);
+	return NULL;
+}
+
 static const char *entry_attrs_ok(const struct fi_info *fi)
 {
 	EXPECT(fi->ep_attr->type == FI_EP_MSG);
@@ -363,10 +389,16 @@ static const char *reply_ok(const struct gi_case *c, uint32_t api,
 				return "entry of another provider";
 			continue;
 		}
+		if (fi->ep_attr->type == FI_EP_RDM) {
+			if ((why = rdm_entry_ok(fi)))
+				return why;
+			if (c->h.ep_type != FI_EP_RDM)
+				continue;	/* the MSG checks below */
+		} else if ((why = entry_ok(fi))) {
+			return why;
+		}
 		if (!first)
 			first = fi;
-		if ((why = entry_ok(fi)))
-			return why;
 	}
 	if (!first)
 		return "no iwarp entry";
@@ -740,8 +772,8 @@ static const struct gi_case cases[] = {
 	  .check = want_fi_info_view },
 
 	{ "FI_EP_MSG", .h = { .ep_type = FI_EP_MSG } },
-	{ "FI_EP_RDM -> ENODATA", .h = { .ep_type = FI_EP_RDM },
-	  .expect = -FI_ENODATA },
+	{ "FI_EP_RDM: tagged, directed, remote CQ data, RM enabled",
+	  .h = { .ep_type = FI_EP_RDM }, .check = want_rdm },
 	{ "FI_EP_DGRAM -> ENODATA", .h = { .ep_type = FI_EP_DGRAM },
 	  .expect = -FI_ENODATA },
 	{ "FI_PROTO_IWARP", .h = { .protocol = FI_PROTO_IWARP } },
@@ -775,7 +807,7 @@ static const struct gi_case cases[] = {
 	{ "caps FI_MSG, tx caps FI_RMA -> ENODATA (not within caps)",
 	  .h = { .caps = FI_MSG, .tx_caps = FI_RMA,
 		 .mr_mode = FI_MR_PROV_KEY }, .expect = -FI_ENODATA },
-	{ "caps FI_TAGGED -> ENODATA", .h = { .caps = FI_TAGGED },
+	{ "caps FI_TAGGED -> ENODATA", .h = { .ep_type = FI_EP_MSG, .caps = FI_TAGGED },
 	  .expect = -FI_ENODATA },
 	{ "caps FI_ATOMIC -> ENODATA",
 	  .h = { .caps = FI_ATOMIC, .mr_mode = FI_MR_PROV_KEY },
@@ -783,10 +815,10 @@ static const struct gi_case cases[] = {
 	{ "caps FI_MSG|FI_MULTI_RECV -> ENODATA",
 	  .h = { .caps = FI_MSG | FI_MULTI_RECV }, .expect = -FI_ENODATA },
 	{ "caps FI_MSG|FI_DIRECTED_RECV -> ENODATA",
-	  .h = { .caps = FI_MSG | FI_DIRECTED_RECV },
+	  .h = { .ep_type = FI_EP_MSG, .caps = FI_MSG | FI_DIRECTED_RECV },
 	  .expect = -FI_ENODATA },
 	{ "caps FI_MSG|FI_SOURCE -> ENODATA",
-	  .h = { .caps = FI_MSG | FI_SOURCE }, .expect = -FI_ENODATA },
+	  .h = { .ep_type = FI_EP_MSG, .caps = FI_MSG | FI_SOURCE }, .expect = -FI_ENODATA },
 	{ "caps FI_RMA|FI_RMA_EVENT -> ENODATA",
 	  .h = { .caps = FI_RMA | FI_RMA_EVENT, .mr_mode = FI_MR_PROV_KEY },
 	  .expect = -FI_ENODATA },
@@ -849,7 +881,7 @@ static const struct gi_case cases[] = {
 	  .h = { .ctrl_progress = FI_PROGRESS_MANUAL,
 		 .data_progress = FI_PROGRESS_MANUAL } },
 	{ "resource_mgmt FI_RM_ENABLED -> ENODATA",
-	  .h = { .rm = FI_RM_ENABLED }, .expect = -FI_ENODATA },
+	  .h = { .ep_type = FI_EP_MSG, .rm = FI_RM_ENABLED }, .expect = -FI_ENODATA },
 	{ "resource_mgmt FI_RM_DISABLED", .h = { .rm = FI_RM_DISABLED } },
 	{ "av_type FI_AV_MAP echoed", .h = { .av_type = FI_AV_MAP },
 	  .check = want_av_map },
@@ -917,7 +949,7 @@ static const struct gi_case cases[] = {
 	{ "domain caps FI_SHARED_AV -> ENODATA",
 	  .h = { .domain_caps = FI_SHARED_AV }, .expect = -FI_ENODATA },
 	{ "cq_data_size 4 -> ENODATA (no CQ data on MSG)",
-	  .h = { .cq_data_size = 4 }, .expect = -FI_ENODATA },
+	  .h = { .ep_type = FI_EP_MSG, .cq_data_size = 4 }, .expect = -FI_ENODATA },
 	{ "cq_cnt 1000 -> ENODATA", .h = { .cq_cnt = 1000 },
 	  .expect = -FI_ENODATA },
 	{ "mr_iov_limit 2 -> ENODATA", .h = { .mr_iov_limit = 2 },

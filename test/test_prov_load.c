@@ -2,8 +2,8 @@
 /*
  * The provider as libfabric's users see it, through the public API only:
  * it loads, lists one entry per interface address (fabric = subnet in
- * CIDR form, domain = interface, loopback last), offers FI_EP_MSG only
- * (RDM is not there yet), and opens and closes fabrics and domains.
+ * CIDR form, domain = interface, loopback last), offers FI_EP_RDM and
+ * FI_EP_MSG, and opens and closes fabrics and domains.
  *
  * Needs FI_PROVIDER_PATH pointing at the directory of libiwarp-fi.so.
  *	test_prov_load			all checks, then the iface-lo run
@@ -126,6 +126,10 @@ static bool entry_shape_ok(const struct fi_info *fi)
 	uint32_t want = sa && sa->sa_family == AF_INET6 ? FI_SOCKADDR_IN6 :
 							  FI_SOCKADDR_IN;
 
+	if (fi->ep_attr->type == FI_EP_RDM)	/* tagged, for MPI */
+		return sa && fi->addr_format == want &&
+		       (fi->caps & FI_TAGGED) &&
+		       (fi->ep_attr->mem_tag_format & (1ULL << 63));
 	return sa && fi->addr_format == want &&
 	       (fi->caps & FI_MSG) && !(fi->caps & (FI_TAGGED | FI_ATOMIC)) &&
 	       /* RMA needs provider keys; hints with mr_mode 0 lose it */
@@ -160,8 +164,8 @@ static void check_entries(const struct fi_info *info)
 			lo_last = false;
 		seen_lo |= lo;
 	}
-	tap_ok(shape, "entries: FI_EP_MSG with FI_MSG, RMA only with provider "
-	       "keys, no tagged/atomics, safe/manual");
+	tap_ok(shape, "entries: FI_EP_RDM tagged (tag bit 63), FI_EP_MSG with "
+	       "FI_MSG, RMA only with provider keys, safe/manual");
 	tap_ok(cidr, "fabric names are the CIDR subnets of the addresses");
 	tap_ok(ifname, "domain names are interfaces");
 	tap_ok(prov, "core filled prov_name \"iwarp\"");
@@ -171,7 +175,7 @@ static void check_entries(const struct fi_info *info)
 static void check_ep_types(void)
 {
 	static const enum fi_ep_type types[] = {
-		FI_EP_RDM, FI_EP_DGRAM,
+		FI_EP_DGRAM,
 	};
 	struct fi_info *h, *info;
 	size_t i;
@@ -194,8 +198,14 @@ static void check_ep_types(void)
 	h = hints_new();
 	h->caps = FI_TAGGED;
 	ret = getinfo(h, NULL, 0, &info);
-	tap_ok(ret == -FI_ENODATA, "FI_TAGGED caps -> -FI_ENODATA (got %d)",
-	       ret);
+	tap_ok(!ret && info && info->ep_attr->type == FI_EP_RDM,
+	       "FI_TAGGED caps -> RDM entries (got %d)", ret);
+	fi_freeinfo(info);
+	h = hints_new();
+	h->ep_attr->type = FI_EP_RDM;
+	ret = getinfo(h, NULL, 0, &info);
+	tap_ok(!ret && info && info->ep_attr->type == FI_EP_RDM,
+	       "FI_EP_RDM hints -> RDM entries (got %d)", ret);
 	fi_freeinfo(info);
 }
 
@@ -227,9 +237,10 @@ static void check_narrowing(const struct fi_info *first)
 
 	h = hints_new();
 	ret = getinfo(h, "127.0.0.1", FI_SOURCE, &info);
-	tap_ok(!ret && count_info(info) == 1 &&
-	       !strcmp(info->fabric_attr->name, "127.0.0.0/8"),
-	       "FI_SOURCE 127.0.0.1 -> the 127.0.0.0/8 entry only");
+	ok = !ret && count_info(info) == 2;	/* one RDM, one MSG */
+	for (fi = info; ok && fi; fi = fi->next)
+		ok = !strcmp(fi->fabric_attr->name, "127.0.0.0/8");
+	tap_ok(ok, "FI_SOURCE 127.0.0.1 -> the 127.0.0.0/8 entries only");
 	fi_freeinfo(info);
 }
 
@@ -246,8 +257,8 @@ static void check_domain_ops(struct fid_fabric *fabric,
 
 	tap_ok(fi_cq_open(domain, &cq_attr, &cq, NULL) == 0 &&
 	       fi_close(&cq->fid) == 0, "fi_cq_open and close");
-	tap_ok(fi_av_open(domain, &av_attr, &av, NULL) == -FI_ENOSYS,
-	       "fi_av_open -> -FI_ENOSYS (no RDM yet)");
+	tap_ok(fi_av_open(domain, &av_attr, &av, NULL) == 0 &&
+	       fi_close(&av->fid) == 0, "fi_av_open and close");
 	tap_ok(fi_endpoint(domain, NULL, &ep, NULL) == -FI_EINVAL,
 	       "fi_endpoint without info -> -FI_EINVAL");
 	tap_ok(fi_eq_open(fabric, &eq_attr, &eq, NULL) == 0 &&

@@ -37,6 +37,8 @@ int iw_dev_open(struct iw_dev **dev);
 /* -EBUSY while protection domains remain. */
 int iw_dev_close(struct iw_dev *dev);
 void iw_dev_set_log(struct iw_dev *dev, iw_log_fn fn, void *arg);
+/* Unpredictable 64-bit value (seeded from the kernel). */
+uint64_t iw_dev_random(struct iw_dev *dev);
 /* Monotonic milliseconds, the engine's clock for deadlines. */
 uint64_t iw_now_ms(void);
 
@@ -237,7 +239,8 @@ struct iw_qp_ops {
 	/*
 	 * peek mode: fill dst (up to IW_MAX_SGE entries) with room for the
 	 * message after the peeked octets, set *ctx for its completion, and
-	 * return the entry count; 0 entries discards the rest. Return
+	 * return the entry count; 0 entries discards the rest, and an entry
+	 * with a NULL address discards from there on (truncation). Return
 	 * negative to refuse (the stream terminates with DDP/2/2).
 	 */
 	int (*place)(void *arg, struct iw_qp *qp, const struct iw_place *p,

@@ -120,6 +120,15 @@ static inline void iwarp_list_add_tail(struct iwarp_list *h,
 	h->prev = e;
 }
 
+static inline void iwarp_list_add_head(struct iwarp_list *h,
+				       struct iwarp_list *e)
+{
+	e->next = h->next;
+	e->prev = h;
+	h->next->prev = e;
+	h->next = e;
+}
+
 static inline void iwarp_list_del(struct iwarp_list *e)
 {
 	e->prev->next = e->next;

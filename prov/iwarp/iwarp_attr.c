@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What one iwarp FI_EP_MSG endpoint offers, as fi_getinfo reports it.
+ * What iwarp FI_EP_MSG and FI_EP_RDM endpoints offer, as fi_getinfo
+ * reports it.
  *
  * The libfabric core hands the hints of an external provider through
  * untouched and exports none of the util helpers that built-in providers
@@ -38,6 +39,17 @@
 #define IWARP_TX_CAPS	(FI_MSG | FI_SEND | FI_RMA | FI_READ | FI_WRITE)
 #define IWARP_RX_CAPS	(FI_MSG | FI_RECV | FI_RMA | FI_REMOTE_READ | \
 			 FI_REMOTE_WRITE)
+
+/* RDM: tagged and untagged messages, matched by source if asked */
+#define IWARP_RDM_CAPS	(FI_MSG | FI_TAGGED | IWARP_MSG_DIR | \
+			 FI_DIRECTED_RECV | FI_SOURCE | IWARP_COMM_CAPS)
+#define IWARP_RDM_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND)
+#define IWARP_RDM_RX_CAPS (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | \
+			   FI_SOURCE)
+#define IWARP_RDM_IOV_LIMIT 4
+#define IWARP_RDM_CQ_DATA 8
+/* Open MPI keeps communicator bits in the top of the tag */
+#define IWARP_RDM_TAG_FORMAT 0xffffffffffffffffULL
 
 /*
  * Applications often copy info->caps into tx_attr/rx_attr->caps, so bits
@@ -207,7 +219,32 @@ static int iwarp_default_mr_mode(uint32_t version)
 	return FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
 }
 
-static void iwarp_defaults(struct fi_info *fi, uint32_t version)
+/* RDM: one TCP stream per peer keeps sends in order; rendezvous and
+ * eager messages complete in any order. No RMA yet. */
+static void iwarp_defaults_rdm(struct fi_info *fi)
+{
+	fi->caps = IWARP_RDM_CAPS;
+	fi->ep_attr->type = FI_EP_RDM;
+	fi->ep_attr->mem_tag_format = IWARP_RDM_TAG_FORMAT;
+	fi->ep_attr->max_order_raw_size = 0;
+	fi->ep_attr->max_order_war_size = 0;
+	fi->ep_attr->max_order_waw_size = 0;
+	fi->tx_attr->caps = IWARP_RDM_TX_CAPS;
+	fi->rx_attr->caps = IWARP_RDM_RX_CAPS;
+	fi->tx_attr->msg_order = FI_ORDER_SAS;
+	fi->rx_attr->msg_order = FI_ORDER_SAS;
+	fi->tx_attr->comp_order = FI_ORDER_NONE;
+	fi->rx_attr->comp_order = FI_ORDER_NONE;
+	fi->tx_attr->iov_limit = IWARP_RDM_IOV_LIMIT;
+	fi->rx_attr->iov_limit = IWARP_RDM_IOV_LIMIT;
+	fi->tx_attr->rma_iov_limit = 0;
+	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
+	fi->domain_attr->cq_data_size = IWARP_RDM_CQ_DATA;
+	fi->domain_attr->av_type = FI_AV_MAP;
+}
+
+static void iwarp_defaults(struct fi_info *fi, uint32_t version,
+			   enum fi_ep_type type)
 {
 	fi->caps = IWARP_CAPS;
 	fi->mode = 0;		/* no FI_CONTEXT, FI_CONTEXT2, FI_MSG_PREFIX */
@@ -217,6 +254,8 @@ static void iwarp_defaults(struct fi_info *fi, uint32_t version)
 	fi->domain_attr->mr_mode = iwarp_default_mr_mode(version);
 	fi->fabric_attr->prov_version = iwarp_prov.version;
 	fi->fabric_attr->api_version = version;
+	if (type == FI_EP_RDM)
+		iwarp_defaults_rdm(fi);
 }
 
 /* ---- hints that no narrowing can satisfy */
@@ -235,7 +274,8 @@ static bool iwarp_ep_hints_ok(const struct fi_ep_attr *h,
 			      const struct fi_ep_attr *ours)
 {
 	if (h->type != FI_EP_UNSPEC && h->type != ours->type)
-		return iwarp_reject("ep_type %d: only FI_EP_MSG\n", h->type);
+		return iwarp_reject("ep_type %d: not this entry's %d\n",
+				    h->type, ours->type);
 	if (h->protocol != FI_PROTO_UNSPEC && h->protocol != ours->protocol)
 		return iwarp_reject("protocol %u: only FI_PROTO_IWARP\n",
 				    h->protocol);
@@ -317,7 +357,8 @@ static bool iwarp_progress_ok(enum fi_progress progress)
 	       progress == FI_PROGRESS_MANUAL;
 }
 
-static bool iwarp_domain_modes_ok(const struct fi_domain_attr *h)
+static bool iwarp_domain_modes_ok(const struct fi_domain_attr *h,
+				  const struct fi_domain_attr *ours)
 {
 	if ((unsigned int)h->threading > FI_THREAD_ENDPOINT)
 		return iwarp_reject("unknown threading %d\n", h->threading);
@@ -325,9 +366,11 @@ static bool iwarp_domain_modes_ok(const struct fi_domain_attr *h)
 	    !iwarp_progress_ok(h->data_progress))
 		return iwarp_reject("only FI_PROGRESS_MANUAL: there is no "
 				    "progress thread\n");
-	/* MSG endpoints would need receive-side flow control for it */
+	/* MSG endpoints would need receive-side flow control for it; RDM
+	 * has credits and buffers unexpected messages */
 	if (h->resource_mgmt != FI_RM_UNSPEC &&
-	    h->resource_mgmt != FI_RM_DISABLED)
+	    h->resource_mgmt != FI_RM_DISABLED &&
+	    ours->resource_mgmt != FI_RM_ENABLED)
 		return iwarp_reject("resource_mgmt %d: only FI_RM_DISABLED\n",
 				    h->resource_mgmt);
 	if ((unsigned int)h->av_type > FI_AV_TABLE)
@@ -338,7 +381,7 @@ static bool iwarp_domain_modes_ok(const struct fi_domain_attr *h)
 static bool iwarp_domain_hints_ok(const struct fi_domain_attr *h,
 				  const struct fi_domain_attr *ours)
 {
-	if (!iwarp_domain_modes_ok(h))
+	if (!iwarp_domain_modes_ok(h, ours))
 		return false;
 	if (h->auth_key_size || h->auth_key)
 		return iwarp_reject("domain auth_key not supported\n");
@@ -375,7 +418,7 @@ static bool iwarp_hints_ok(const struct fi_info *hints,
 /* A bare FI_MSG or FI_RMA means every direction we have for it. */
 static uint64_t iwarp_caps_expand(uint64_t caps, uint64_t avail)
 {
-	if ((caps & FI_MSG) && !(caps & IWARP_MSG_DIR))
+	if ((caps & (FI_MSG | FI_TAGGED)) && !(caps & IWARP_MSG_DIR))
 		caps |= avail & IWARP_MSG_DIR;
 	if ((caps & FI_RMA) && !(caps & IWARP_RMA_DIR))
 		caps |= avail & IWARP_RMA_DIR;
@@ -391,7 +434,7 @@ static uint64_t iwarp_tx_half(uint64_t caps)
 	uint64_t tx = caps & (FI_SEND | FI_READ | FI_WRITE);
 
 	if (caps & FI_SEND)
-		tx |= caps & FI_MSG;
+		tx |= caps & (FI_MSG | FI_TAGGED);
 	if (caps & (FI_READ | FI_WRITE))
 		tx |= caps & FI_RMA;
 	return tx;
@@ -402,7 +445,8 @@ static uint64_t iwarp_rx_half(uint64_t caps)
 	uint64_t rx = caps & (FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE);
 
 	if (caps & FI_RECV)
-		rx |= caps & FI_MSG;
+		rx |= caps & (FI_MSG | FI_TAGGED | FI_DIRECTED_RECV |
+			      FI_SOURCE);
 	if (caps & (FI_REMOTE_READ | FI_REMOTE_WRITE))
 		rx |= caps & FI_RMA;
 	return rx;
@@ -426,17 +470,22 @@ static bool iwarp_narrow_caps(struct fi_info *fi, const struct fi_info *hints)
 {
 	uint64_t tx_hint = 0, rx_hint = 0;
 
+	bool rdm = fi->ep_attr->type == FI_EP_RDM;
+
 	if (hints->caps)
-		fi->caps = iwarp_caps_expand(hints->caps, IWARP_CAPS);
+		fi->caps = iwarp_caps_expand(hints->caps, rdm ? IWARP_RDM_CAPS :
+								IWARP_CAPS);
 	if (hints->tx_attr)
 		tx_hint = hints->tx_attr->caps & ~IWARP_TX_IGNORED;
 	if (hints->rx_attr)
 		rx_hint = hints->rx_attr->caps & ~IWARP_RX_IGNORED;
 	fi->tx_attr->caps = iwarp_tx_half(fi->caps);
 	fi->rx_attr->caps = iwarp_rx_half(fi->caps);
-	return iwarp_side_caps(&fi->tx_attr->caps, tx_hint, IWARP_TX_CAPS,
+	return iwarp_side_caps(&fi->tx_attr->caps, tx_hint,
+			       rdm ? IWARP_RDM_TX_CAPS : IWARP_TX_CAPS,
 			       fi->caps, "tx") &&
-	       iwarp_side_caps(&fi->rx_attr->caps, rx_hint, IWARP_RX_CAPS,
+	       iwarp_side_caps(&fi->rx_attr->caps, rx_hint,
+			       rdm ? IWARP_RDM_RX_CAPS : IWARP_RX_CAPS,
 			       fi->caps, "rx");
 }
 
@@ -521,6 +570,8 @@ static void iwarp_narrow_domain(struct fi_domain_attr *d,
 {
 	if (h->threading != FI_THREAD_UNSPEC)
 		d->threading = h->threading;
+	if (h->resource_mgmt != FI_RM_UNSPEC)
+		d->resource_mgmt = h->resource_mgmt;
 	/* MSG endpoints use no AV, but echo the type the app will open */
 	if (h->av_type != FI_AV_UNSPEC)
 		d->av_type = h->av_type;
@@ -573,7 +624,7 @@ static bool iwarp_narrow(struct fi_info *fi, uint32_t version,
 }
 
 int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
-		    struct fi_info **tmpl)
+		    enum fi_ep_type type, struct fi_info **tmpl)
 {
 	struct fi_info *fi;
 
@@ -581,7 +632,7 @@ int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
 	fi = fi_allocinfo();
 	if (!fi)
 		return -FI_ENOMEM;
-	iwarp_defaults(fi, version);
+	iwarp_defaults(fi, version, type);
 	if (hints && !iwarp_narrow(fi, version, hints)) {
 		fi_freeinfo(fi);
 		return -FI_ENODATA;

@@ -21,6 +21,6 @@
  * -FI_ENOMEM.
  */
 int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
-		    struct fi_info **tmpl);
+		    enum fi_ep_type type, struct fi_info **tmpl);
 
 #endif /* IWARP_ATTR_H */

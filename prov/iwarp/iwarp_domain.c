@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Domain object: one interface address inside the fabric's subnet. It
- * can be opened and closed; endpoints, completion queues, address
- * vectors, counters and memory registration arrive in later stages and
- * answer -FI_ENOSYS until then.
+ * Domain object: one interface address inside the fabric's subnet, with
+ * the engine device and protection domain its endpoints, CQs, counters,
+ * AVs and memory registrations share.
  */
 #include "iwarp.h"
+#include "iwarp_av.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "iwarp/engine.h"
+#include "iwarp_rdm.h"
 
 static int iwarp_domain_close(struct fid *fid)
 {
@@ -23,12 +24,6 @@ static int iwarp_domain_close(struct fid *fid)
 	atomic_fetch_sub(&dom->fabric->ref, 1);
 	free(dom);
 	return 0;
-}
-
-static int iwarp_no_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
-			    struct fid_av **av, void *context)
-{
-	return -FI_ENOSYS;
 }
 
 static int iwarp_no_endpoint(struct fid_domain *domain, struct fi_info *info,
@@ -78,6 +73,15 @@ static int iwarp_no_endpoint2(struct fid_domain *domain, struct fi_info *info,
 	return -FI_ENOSYS;
 }
 
+/* FI_EP_MSG rides one engine QP; FI_EP_RDM manages a QP per peer. */
+static int iwarp_endpoint_open(struct fid_domain *domain, struct fi_info *info,
+			       struct fid_ep **ep, void *context)
+{
+	if (info && info->ep_attr && info->ep_attr->type == FI_EP_RDM)
+		return iwarp_rdm_open(domain, info, ep, context);
+	return iwarp_ep_open(domain, info, ep, context);
+}
+
 static struct fi_ops iwarp_domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = iwarp_domain_close,
@@ -90,9 +94,9 @@ static struct fi_ops iwarp_domain_fi_ops = {
 
 static struct fi_ops_domain iwarp_domain_ops = {
 	.size = sizeof(struct fi_ops_domain),
-	.av_open = iwarp_no_av_open,
+	.av_open = iwarp_av_open,
 	.cq_open = iwarp_cq_open,
-	.endpoint = iwarp_ep_open,
+	.endpoint = iwarp_endpoint_open,
 	.scalable_ep = iwarp_no_endpoint,
 	.cntr_open = iwarp_cntr_open,
 	.poll_open = iwarp_no_poll_open,

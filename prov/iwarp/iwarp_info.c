@@ -578,12 +578,57 @@ static int iwarp_info_ifaces(const struct fi_info *tmpl,
 	return ret;
 }
 
+/* Stable partition: loopback entries of every type after all others, so
+ * a consumer taking the first entry never picks loopback for a peer. */
+static void iwarp_loopback_last(struct fi_info **info)
+{
+	struct fi_info *lo = NULL, **lo_tail = &lo, **pp = info;
+
+	while (*pp) {
+		struct fi_info *fi = *pp;
+
+		if (fi->src_addr && iwarp_sa_is_loopback(fi->src_addr)) {
+			*pp = fi->next;
+			fi->next = NULL;
+			*lo_tail = fi;
+			lo_tail = &fi->next;
+		} else {
+			pp = &fi->next;
+		}
+	}
+	*pp = lo;
+}
+
+/* The entries of one endpoint type, appended at *tail. */
+static int iwarp_getinfo_type(uint32_t version, enum fi_ep_type type,
+			      const struct fi_info *hints,
+			      const struct iwarp_req *req,
+			      struct fi_info ***tail)
+{
+	struct fi_info *tmpl, *list = NULL;
+	int ret;
+
+	ret = iwarp_attr_info(version, hints, type, &tmpl);
+	if (ret)
+		return ret;
+	ret = iwarp_info_ifaces(tmpl, hints, req, &list);
+	fi_freeinfo(tmpl);
+	if (ret)
+		return ret;
+	**tail = list;
+	while (**tail)
+		*tail = &(**tail)->next;
+	return 0;
+}
+
 int iwarp_getinfo(uint32_t version, const char *node, const char *service,
 		  uint64_t flags, const struct fi_info *hints,
 		  struct fi_info **info)
 {
-	struct fi_info *tmpl;
+	static const enum fi_ep_type types[] = { FI_EP_RDM, FI_EP_MSG };
+	struct fi_info **tail = info;
 	struct iwarp_req req;
+	size_t i;
 	int ret;
 
 	*info = NULL;
@@ -595,14 +640,21 @@ int iwarp_getinfo(uint32_t version, const char *node, const char *service,
 	}
 	if (hints && !iwarp_addr_format_ok(hints->addr_format))
 		return -FI_ENODATA;
-	ret = iwarp_attr_info(version, hints, &tmpl);
+	ret = iwarp_req_init(&req, node, service, flags, hints);
 	if (ret)
 		return ret;
-	ret = iwarp_req_init(&req, node, service, flags, hints);
-	if (!ret) {
-		ret = iwarp_info_ifaces(tmpl, hints, &req, info);
-		iwarp_req_fini(&req);
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		ret = iwarp_getinfo_type(version, types[i], hints, &req, &tail);
+		if (ret && ret != -FI_ENODATA)
+			break;
+		ret = 0;
 	}
-	fi_freeinfo(tmpl);
-	return ret;
+	iwarp_req_fini(&req);
+	if (ret) {
+		fi_freeinfo(*info);
+		*info = NULL;
+		return ret;
+	}
+	iwarp_loopback_last(info);
+	return *info ? 0 : -FI_ENODATA;
 }

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Address vectors of the iwarp provider (iwarp_av.c), for the RDM
+ * endpoint. Needs the definitions of iwarp.h before it (union
+ * iwarp_sockaddr, iwarp_container_of): include it after them.
+ */
+#ifndef IWARP_AV_H
+#define IWARP_AV_H
+
+#include "iwarp.h"
+
+/* An RDM endpoint's name is its listening address: a sockaddr_in or
+ * sockaddr_in6 (at most 28 octets, well under Open MPI's 64). */
+struct iwarp_av_entry {
+	union iwarp_sockaddr addr;	/* port in network order */
+	bool used;
+};
+
+/*
+ * Both types hand out the table index as fi_addr_t. Insertion takes the
+ * lowest unused index (fi_av(3) for FI_AV_TABLE), so indices are
+ * consecutive until something is removed. Only names of the domain's
+ * address family are accepted; fi_av_insert reads them packed at a
+ * stride of that family's sockaddr size (what fi_getname returns).
+ */
+struct iwarp_av {
+	struct fid_av av_fid;
+	struct iwarp_domain *dom;
+	struct iwarp_fabric *fab;
+	enum fi_av_type type;		/* FI_AV_MAP or FI_AV_TABLE */
+	struct iwarp_av_entry *tab;	/* fi_addr_t is the index, both types */
+	size_t count, cap;
+	/* reverse lookup address -> fi_addr (open hash on address+port) */
+	size_t *hash;			/* index + 1 of a used entry, 0: free */
+	size_t hcap;			/* power of two, >= 2 * cap */
+	size_t free_hint;		/* no unused index below it */
+	sa_family_t family;		/* the domain's, AF_INET or AF_INET6 */
+	socklen_t addrlen;		/* its sockaddr size: insert stride */
+	atomic_int ref;			/* bound endpoints */
+	/* called (lock held) when an entry is removed, so an endpoint can
+	 * drop its connection state for that address; may be NULL */
+	void (*on_remove)(void *arg, fi_addr_t addr);
+	void *on_remove_arg;
+};
+
+int iwarp_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+		  struct fid_av **av, void *context);
+/* lock held: the address of fi_addr, or NULL if not in use */
+const union iwarp_sockaddr *iwarp_av_addr(struct iwarp_av *av, fi_addr_t a);
+/*
+ * lock held: fi_addr of an address, FI_ADDR_NOTAVAIL if unknown. Family,
+ * port and address are compared (not flowinfo or scope id); with
+ * duplicates the lowest live fi_addr wins.
+ */
+fi_addr_t iwarp_av_reverse(struct iwarp_av *av, const struct sockaddr *sa);
+
+static inline struct iwarp_av *iwarp_av_of(struct fid *fid)
+{
+	return iwarp_container_of(fid, struct iwarp_av, av_fid.fid);
+}
+
+#endif /* IWARP_AV_H */

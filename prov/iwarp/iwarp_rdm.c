@@ -1,0 +1,755 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * FI_EP_RDM connections: a listener per endpoint, one engine QP per peer
+ * made on first send, collisions resolved by iwarp_rdm_pd_cmp(), bounded
+ * retries, and the engine callbacks that turn iWARP Sends, Reads and
+ * their completions into RDM protocol steps (iwarp_rdm.h).
+ */
+#include "iwarp_rdm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "iwarp/engine.h"
+
+void iwarp_rdm_rx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
+		       size_t len, int err);
+void iwarp_rdm_tx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
+		       int err);
+struct iwarp_rdm_rx *iwarp_rdm_match_posted(struct iwarp_rdm_ep *ep,
+					    const struct iwarp_rdm_hdr *h,
+					    fi_addr_t from);
+void iwarp_rdm_unexp_arrived(struct iwarp_rdm_ep *ep,
+			     struct iwarp_rdm_unexp *ux);
+void iwarp_rdm_start_read(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx);
+void iwarp_rdm_peer_kick(struct iwarp_rdm_peer *peer);
+
+static const struct iw_qp_ops iwarp_rdm_qp_ops;
+
+/* ---- peers and their QPs */
+
+static void iwarp_rdm_bury(struct iwarp_rdm_ep *ep, struct iw_qp *qp)
+{
+	if (!qp)
+		return;
+	if (ep->ndead == ep->deadcap) {
+		size_t cap = ep->deadcap ? ep->deadcap * 2 : 8;
+		struct iw_qp **d = realloc(ep->dead, cap * sizeof(*d));
+
+		if (!d)
+			return;	/* leak the QP rather than free it in use */
+		ep->dead = d;
+		ep->deadcap = cap;
+	}
+	ep->dead[ep->ndead++] = qp;
+}
+
+/* Destroys buried QPs; never from inside an engine callback. */
+static void iwarp_rdm_reap(struct iwarp_rdm_ep *ep)
+{
+	while (ep->ndead)
+		iw_qp_destroy(ep->dead[--ep->ndead]);
+}
+
+static void iwarp_rdm_qp_progress(struct iwarp_pollable *p)
+{
+	struct iwarp_rdm_peer *peer =
+		iwarp_container_of(p, struct iwarp_rdm_peer, poll);
+
+	if (peer->qp)
+		iw_qp_progress(peer->qp);
+	if (!peer->up && !peer->qp && !iwarp_list_empty(&peer->pending) &&
+	    iw_now_ms() >= peer->retry_at)
+		iwarp_rdm_peer_kick(peer);
+	iwarp_rdm_reap(peer->ep);
+}
+
+static void iwarp_rdm_qp_poll_info(struct iwarp_pollable *p, int *fd,
+				   short *events, uint64_t *deadline)
+{
+	struct iwarp_rdm_peer *peer =
+		iwarp_container_of(p, struct iwarp_rdm_peer, poll);
+
+	*fd = peer->qp ? iw_qp_fd(peer->qp) : -1;
+	*events = peer->qp ? iw_qp_poll_events(peer->qp) : 0;
+	*deadline = peer->qp ? iw_qp_deadline(peer->qp) :
+		    !iwarp_list_empty(&peer->pending) ? peer->retry_at : 0;
+}
+
+static void iwarp_rdm_rxqp_progress(struct iwarp_pollable *p)
+{
+	struct iwarp_rdm_peer *peer =
+		iwarp_container_of(p, struct iwarp_rdm_peer, rx_poll);
+
+	if (peer->rx_qp)
+		iw_qp_progress(peer->rx_qp);
+}
+
+static void iwarp_rdm_rxqp_poll_info(struct iwarp_pollable *p, int *fd,
+				     short *events, uint64_t *deadline)
+{
+	struct iwarp_rdm_peer *peer =
+		iwarp_container_of(p, struct iwarp_rdm_peer, rx_poll);
+
+	*fd = peer->rx_qp ? iw_qp_fd(peer->rx_qp) : -1;
+	*events = peer->rx_qp ? iw_qp_poll_events(peer->rx_qp) : 0;
+	*deadline = peer->rx_qp ? iw_qp_deadline(peer->rx_qp) : 0;
+}
+
+static void iwarp_rdm_bind_poll(struct iwarp_rdm_ep *ep,
+				struct iwarp_pollable *p)
+{
+	iwarp_pollable_add(ep->fab, p);
+	iwarp_wait_bind(&ep->tx_cq->wait, p);
+	if (ep->rx_cq != ep->tx_cq)
+		iwarp_wait_bind(&ep->rx_cq->wait, p);
+}
+
+static void iwarp_rdm_unbind_poll(struct iwarp_rdm_ep *ep,
+				  struct iwarp_pollable *p)
+{
+	iwarp_wait_unbind(&ep->tx_cq->wait, p);
+	if (ep->rx_cq != ep->tx_cq)
+		iwarp_wait_unbind(&ep->rx_cq->wait, p);
+	iwarp_pollable_del(p);
+}
+
+static bool iwarp_sa_equal(const union iwarp_sockaddr *a,
+			   const union iwarp_sockaddr *b)
+{
+	if (a->sa.sa_family != b->sa.sa_family)
+		return false;
+	if (a->sa.sa_family == AF_INET6)
+		return a->sin6.sin6_port == b->sin6.sin6_port &&
+		       !memcmp(&a->sin6.sin6_addr, &b->sin6.sin6_addr, 16);
+	return a->sin.sin_port == b->sin.sin_port &&
+	       a->sin.sin_addr.s_addr == b->sin.sin_addr.s_addr;
+}
+
+static struct iwarp_rdm_peer *iwarp_rdm_peer_find(struct iwarp_rdm_ep *ep,
+						  const union iwarp_sockaddr *a)
+{
+	struct iwarp_list *e;
+
+	for (e = ep->peers.next; e != &ep->peers; e = e->next) {
+		struct iwarp_rdm_peer *p =
+			iwarp_container_of(e, struct iwarp_rdm_peer, link);
+
+		if (iwarp_sa_equal(&p->addr, a))
+			return p;
+	}
+	return NULL;
+}
+
+struct iwarp_rdm_peer *iwarp_rdm_peer_get(struct iwarp_rdm_ep *ep,
+					  const union iwarp_sockaddr *a)
+{
+	struct iwarp_rdm_peer *p = iwarp_rdm_peer_find(ep, a);
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->ep = ep;
+	p->addr = *a;
+	p->credits = IWARP_RDM_CREDITS;
+	iwarp_list_init(&p->pending);
+	iwarp_list_init(&p->inflight);
+	iwarp_list_init(&p->poll.link);
+	iwarp_list_init(&p->rx_poll.link);
+	p->poll.progress = iwarp_rdm_qp_progress;
+	p->poll.poll_info = iwarp_rdm_qp_poll_info;
+	p->rx_poll.progress = iwarp_rdm_rxqp_progress;
+	p->rx_poll.poll_info = iwarp_rdm_rxqp_poll_info;
+	iwarp_list_add_tail(&ep->peers, &p->link);
+	iwarp_rdm_bind_poll(ep, &p->poll);
+	return p;
+}
+
+static struct iw_qp *iwarp_rdm_qp_new(struct iwarp_rdm_peer *peer)
+{
+	struct iw_qp_attr attr = {
+		.sq_size = 1024,
+		.peek_len = IWARP_RDM_HDR_LEN,
+		.ops = &iwarp_rdm_qp_ops,
+		.arg = peer,
+	};
+	struct iw_qp *qp;
+
+	return iw_qp_create(peer->ep->dom->pd, &attr, &qp) ? NULL : qp;
+}
+
+static void iwarp_rdm_pdata(struct iwarp_rdm_ep *ep, uint8_t *buf,
+			    uint8_t flags)
+{
+	struct iwarp_rdm_pdata d = {
+		.version = IWARP_RDM_VERSION | flags,
+		.addr = ep->name,
+		.instance = ep->instance,
+	};
+
+	iwarp_rdm_pd_put(buf, &d);
+}
+
+static void iwarp_rdm_conn_param(struct iw_conn_param *p, const uint8_t *pd)
+{
+	memset(p, 0, sizeof(*p));
+	p->ird = IWARP_RDMA_DEPTH;
+	p->ord = IWARP_RDMA_DEPTH;
+	p->pdata = pd;
+	p->pdata_len = IWARP_RDM_PD_LEN;
+}
+
+/* Starts (or restarts) the connection to a peer that has work queued. */
+void iwarp_rdm_peer_kick(struct iwarp_rdm_peer *peer)
+{
+	uint8_t pd[IWARP_RDM_PD_LEN];
+	struct iw_conn_param p;
+
+	if (peer->qp || peer->up || peer->ep->closing)
+		return;
+	peer->qp = iwarp_rdm_qp_new(peer);
+	if (!peer->qp)
+		return;
+	iwarp_rdm_pdata(peer->ep, pd, 0);
+	iwarp_rdm_conn_param(&p, pd);
+	peer->tries++;
+	if (iw_qp_connect(peer->qp, &peer->addr.sa,
+			  iwarp_sa_len(&peer->addr.sa), &p)) {
+		iwarp_rdm_bury(peer->ep, peer->qp);
+		peer->qp = NULL;
+		peer->retry_at = iw_now_ms() + 100;
+	}
+}
+
+/* Everything queued for a peer that cannot be reached fails. */
+static void iwarp_rdm_peer_fail(struct iwarp_rdm_peer *peer, int err)
+{
+	while (!iwarp_list_empty(&peer->pending)) {
+		struct iwarp_rdm_tx *tx = iwarp_container_of(
+			peer->pending.next, struct iwarp_rdm_tx, link);
+
+		iwarp_list_del(&tx->link);
+		iwarp_rdm_tx_done(peer->ep, tx, err);
+	}
+	while (!iwarp_list_empty(&peer->inflight)) {
+		struct iwarp_rdm_tx *tx = iwarp_container_of(
+			peer->inflight.next, struct iwarp_rdm_tx, link);
+
+		iwarp_list_del(&tx->link);
+		iwarp_rdm_tx_done(peer->ep, tx, err);
+	}
+}
+
+/* ---- posting on the wire */
+
+/* Posts one queued send on an established connection; -EAGAIN if the
+ * send queue or the peer's credits are full. */
+static int iwarp_rdm_post(struct iwarp_rdm_peer *peer,
+			  struct iwarp_rdm_tx *tx)
+{
+	struct iw_sge sge[IW_MAX_SGE];
+	struct iw_send_wr wr = {
+		.ctx = tx,
+		.op = IW_WR_SEND,
+		.flags = IW_WR_SIGNALED,
+		.sgl = sge,
+	};
+	bool counted = tx->hdr.op == IWARP_RDM_EAGER ||
+		       tx->hdr.op == IWARP_RDM_RTS;
+	size_t i;
+	int ret;
+
+	if (counted && !peer->credits)
+		return -EAGAIN;
+	tx->hdr.credits = peer->owed;
+	iwarp_rdm_hdr_put(tx->hbuf, &tx->hdr);
+	sge[0].addr = tx->hbuf;
+	sge[0].len = IWARP_RDM_HDR_LEN;
+	wr.num_sge = 1;
+	if (tx->hdr.op == IWARP_RDM_EAGER)
+		for (i = 0; i < tx->count; i++) {
+			sge[wr.num_sge].addr = tx->iov[i].iov_base;
+			sge[wr.num_sge++].len = (uint32_t)tx->iov[i].iov_len;
+		}
+	ret = iw_qp_post_send(peer->qp, &wr);
+	if (ret)
+		return ret;
+	peer->owed = 0;
+	if (counted)
+		peer->credits--;
+	if (tx->hdr.op == IWARP_RDM_RTS)
+		iwarp_list_add_tail(&peer->inflight, &tx->link);
+	return 0;
+}
+
+/* Posts what is queued for a peer, in order, as far as it can. */
+static void iwarp_rdm_flush(struct iwarp_rdm_peer *peer)
+{
+	if (!peer->up || !peer->qp)
+		return;
+	while (!iwarp_list_empty(&peer->pending)) {
+		struct iwarp_rdm_tx *tx = iwarp_container_of(
+			peer->pending.next, struct iwarp_rdm_tx, link);
+
+		iwarp_list_del(&tx->link);
+		if (iwarp_rdm_post(peer, tx)) {
+			/* back at the head: order is kept */
+			iwarp_list_add_head(&peer->pending, &tx->link);
+			break;
+		}
+	}
+}
+
+void iwarp_rdm_queue(struct iwarp_rdm_peer *peer, struct iwarp_rdm_tx *tx)
+{
+	tx->peer = peer;
+	iwarp_list_add_tail(&peer->pending, &tx->link);
+	if (peer->up)
+		iwarp_rdm_flush(peer);
+	else
+		iwarp_rdm_peer_kick(peer);
+}
+
+/* A control message (FIN, CREDIT): never blocked by credits. */
+void iwarp_rdm_send_ctrl(struct iwarp_rdm_peer *peer, uint8_t op,
+			 uint32_t msg_id, uint8_t flags)
+{
+	struct iwarp_rdm_tx *tx;
+
+	if (peer->ep->closing)
+		return;
+	tx = calloc(1, sizeof(*tx));
+	if (!tx)
+		return;
+	tx->ctrl = true;
+	tx->hdr.op = op;
+	tx->hdr.flags = flags;
+	tx->hdr.msg_id = msg_id;
+	iwarp_rdm_queue(peer, tx);
+}
+
+/* Gives back a credit for a consumed EAGER/RTS, explicitly when many
+ * are owed and no traffic carries them. */
+void iwarp_rdm_owe(struct iwarp_rdm_peer *peer)
+{
+	if (++peer->owed >= IWARP_RDM_CREDITS / 2)
+		iwarp_rdm_send_ctrl(peer, IWARP_RDM_CREDIT, 0, 0);
+}
+
+/* ---- engine callbacks */
+
+static fi_addr_t iwarp_rdm_from(struct iwarp_rdm_peer *peer)
+{
+	return peer->ep->av ? iwarp_av_reverse(peer->ep->av, &peer->addr.sa)
+			    : FI_ADDR_NOTAVAIL;
+}
+
+/* Placement of an incoming Send: the header decides where it goes. */
+static int iwarp_rdm_place(void *arg, struct iw_qp *qp,
+			   const struct iw_place *p, struct iw_sge *dst,
+			   void **ctx)
+{
+	struct iwarp_rdm_peer *peer = arg;
+	struct iwarp_rdm_ep *ep = peer->ep;
+	struct iwarp_rdm_in *in;
+	size_t i, n = 0, left;
+
+	in = calloc(1, sizeof(*in));
+	if (!in || iwarp_rdm_hdr_get(p->peek, p->peek_len, &in->hdr)) {
+		free(in);
+		return -1;	/* not our protocol: terminate */
+	}
+	*ctx = in;
+	if (in->hdr.op != IWARP_RDM_EAGER)
+		return 0;
+	if (in->hdr.len > IWARP_RDM_EAGER_MAX) {
+		free(in);
+		*ctx = NULL;
+		return -1;
+	}
+	in->rx = iwarp_rdm_match_posted(ep, &in->hdr, iwarp_rdm_from(peer));
+	if (!in->rx) {
+		in->ux = calloc(1, sizeof(*in->ux));
+		if (in->ux)
+			in->ux->buf = malloc(in->hdr.len ? in->hdr.len : 1);
+		if (!in->ux || !in->ux->buf) {
+			free(in->ux);
+			free(in);
+			*ctx = NULL;
+			return -1;
+		}
+		in->ux->hdr = in->hdr;
+		in->ux->peer = peer;
+		in->ux->from = iwarp_rdm_from(peer);
+		iwarp_list_add_tail(in->hdr.flags & IWARP_RDM_F_TAGGED ?
+					    &ep->unexp_tagged : &ep->unexp_msg,
+				    &in->ux->link);
+		dst[0].addr = in->ux->buf;
+		dst[0].len = in->hdr.len;
+		return in->hdr.len ? 1 : 0;
+	}
+	left = in->hdr.len;
+	for (i = 0; i < in->rx->count && left && n < IW_MAX_SGE - 1; i++) {
+		size_t take = in->rx->iov[i].iov_len < left ?
+				      in->rx->iov[i].iov_len : left;
+
+		if (!take)
+			continue;
+		dst[n].addr = in->rx->iov[i].iov_base;
+		dst[n++].len = (uint32_t)take;
+		left -= take;
+	}
+	if (left) {	/* truncated: the rest is discarded */
+		dst[n].addr = NULL;
+		dst[n++].len = (uint32_t)left;
+	}
+	return (int)n;
+}
+
+static void iwarp_rdm_fin(struct iwarp_rdm_peer *peer,
+			  const struct iwarp_rdm_hdr *h)
+{
+	struct iwarp_list *e;
+
+	for (e = peer->inflight.next; e != &peer->inflight; e = e->next) {
+		struct iwarp_rdm_tx *tx =
+			iwarp_container_of(e, struct iwarp_rdm_tx, link);
+
+		if (tx->hdr.msg_id != h->msg_id)
+			continue;
+		iwarp_list_del(&tx->link);
+		iwarp_rdm_tx_done(peer->ep, tx,
+				  h->flags & IWARP_RDM_F_ERROR ? FI_EIO : 0);
+		return;
+	}
+}
+
+static void iwarp_rdm_recv_done(struct iwarp_rdm_peer *peer,
+				struct iwarp_rdm_in *in, const struct iw_wc *wc)
+{
+	struct iwarp_rdm_ep *ep = peer->ep;
+	struct iwarp_rdm_rx *rx;
+
+	if (wc->status != IW_WC_SUCCESS) {
+		if (in->rx)
+			iwarp_rdm_rx_done(ep, in->rx, 0, FI_EIO);
+		if (in->ux) {	/* half a message is worth nothing */
+			iwarp_list_del(&in->ux->link);
+			free(in->ux->buf);
+			free(in->ux);
+		}
+		return;
+	}
+	peer->credits += in->hdr.credits;
+	switch (in->hdr.op) {
+	case IWARP_RDM_EAGER:
+		if (in->rx) {
+			in->rx->hdr = in->hdr;
+			in->rx->from = iwarp_rdm_from(peer);
+			iwarp_rdm_rx_done(ep, in->rx, in->hdr.len, 0);
+			iwarp_rdm_owe(peer);
+		} else {
+			iwarp_rdm_unexp_arrived(ep, in->ux);
+		}
+		break;
+	case IWARP_RDM_RTS:
+		rx = iwarp_rdm_match_posted(ep, &in->hdr,
+					    iwarp_rdm_from(peer));
+		if (rx) {
+			rx->hdr = in->hdr;
+			rx->peer = peer;
+			rx->from = iwarp_rdm_from(peer);
+			iwarp_rdm_start_read(ep, rx);
+		} else {
+			struct iwarp_rdm_unexp *ux = calloc(1, sizeof(*ux));
+
+			if (!ux)
+				break;
+			ux->hdr = in->hdr;
+			ux->peer = peer;
+			ux->from = iwarp_rdm_from(peer);
+			ux->arrived = true;
+			iwarp_list_add_tail(in->hdr.flags & IWARP_RDM_F_TAGGED ?
+						    &ep->unexp_tagged :
+						    &ep->unexp_msg,
+					    &ux->link);
+		}
+		break;
+	case IWARP_RDM_FIN:
+		iwarp_rdm_fin(peer, &in->hdr);
+		break;
+	default:
+		break;	/* CREDIT: the credits above were all */
+	}
+	iwarp_rdm_flush(peer);
+}
+
+static void iwarp_rdm_complete(void *arg, struct iw_qp *qp,
+			       const struct iw_wc *wc)
+{
+	struct iwarp_rdm_peer *peer = arg;
+	struct iwarp_rdm_ep *ep = peer->ep;
+
+	switch (wc->op) {
+	case IW_WC_RECV:
+		if (wc->ctx)
+			iwarp_rdm_recv_done(peer, wc->ctx, wc);
+		free(wc->ctx);
+		break;
+	case IW_WC_READ: {
+		struct iwarp_rdm_rx *rx = wc->ctx;
+		bool ok = wc->status == IW_WC_SUCCESS;
+
+		iwarp_rdm_send_ctrl(rx->peer, IWARP_RDM_FIN, rx->hdr.msg_id,
+				    ok ? 0 : IWARP_RDM_F_ERROR);
+		iwarp_rdm_owe(rx->peer);
+		iwarp_rdm_rx_done(ep, rx, rx->hdr.len, ok ? 0 : FI_EIO);
+		break;
+	}
+	default: {
+		struct iwarp_rdm_tx *tx = wc->ctx;
+
+		if (tx->hdr.op == IWARP_RDM_RTS) {
+			if (wc->status != IW_WC_SUCCESS) {
+				iwarp_list_del(&tx->link);
+				iwarp_rdm_tx_done(ep, tx, FI_EIO);
+			}
+			break;	/* else done when FIN arrives */
+		}
+		iwarp_rdm_tx_done(ep, tx,
+				  wc->status == IW_WC_SUCCESS ? 0 : FI_EIO);
+		break;
+	}
+	}
+}
+
+static void iwarp_rdm_lost(struct iwarp_rdm_peer *peer, struct iw_qp *qp,
+			   const struct iw_cm_event *ev)
+{
+	bool was_up = peer->up;
+
+	if (qp == peer->rx_qp) {
+		iwarp_rdm_bury(peer->ep, qp);
+		peer->rx_qp = NULL;
+		return;
+	}
+	if (qp != peer->qp)
+		return;	/* a collision loser: already replaced */
+	peer->qp = NULL;
+	peer->up = false;
+	iwarp_rdm_bury(peer->ep, qp);
+	if (ev->type == IW_CM_REJECTED && ev->pdata_len >= IWARP_RDM_PD_LEN &&
+	    (ev->pdata[4] & IWARP_RDM_COLLISION))
+		return;	/* the peer's own connection is on its way */
+	if (was_up) {
+		iwarp_rdm_peer_fail(peer, FI_EIO);
+		peer->tries = 0;
+		peer->credits = IWARP_RDM_CREDITS;
+		return;
+	}
+	if (peer->tries >= IWARP_RDM_CONNECT_TRIES) {
+		FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
+			"peer unreachable after %d attempts\n", peer->tries);
+		iwarp_rdm_peer_fail(peer, FI_EHOSTUNREACH);
+		peer->tries = 0;
+		return;
+	}
+	peer->retry_at = iw_now_ms() + (50u << peer->tries);
+}
+
+static void iwarp_rdm_cm_event(void *arg, struct iw_qp *qp,
+			       const struct iw_cm_event *ev)
+{
+	struct iwarp_rdm_peer *peer = arg;
+
+	switch (ev->type) {
+	case IW_CM_ESTABLISHED:
+		if (qp != peer->qp)
+			break;	/* self: the receiving half */
+		peer->up = true;
+		peer->tries = 0;
+		iwarp_rdm_flush(peer);
+		break;
+	case IW_CM_REJECTED:
+	case IW_CM_UNREACHABLE:
+	case IW_CM_ERROR:
+	case IW_CM_DISCONNECTED:
+		iwarp_rdm_lost(peer, qp, ev);
+		break;
+	default:
+		break;
+	}
+}
+
+static const struct iw_qp_ops iwarp_rdm_qp_ops = {
+	.cm_event = iwarp_rdm_cm_event,
+	.complete = iwarp_rdm_complete,
+	.place = iwarp_rdm_place,
+};
+
+/* ---- the listener */
+
+static int iwarp_rdm_accept_into(struct iwarp_rdm_ep *ep,
+				 struct iw_conn_req *req,
+				 struct iwarp_rdm_peer *peer, bool self)
+{
+	uint8_t pd[IWARP_RDM_PD_LEN];
+	struct iw_conn_param p;
+	struct iw_qp *qp = iwarp_rdm_qp_new(peer);
+
+	if (!qp) {
+		iw_reject(req, NULL, 0);
+		return -FI_ENOMEM;
+	}
+	iwarp_rdm_pdata(ep, pd, 0);
+	iwarp_rdm_conn_param(&p, pd);
+	if (iw_accept(req, qp, &p)) {
+		iw_qp_destroy(qp);
+		return -FI_ECONNABORTED;
+	}
+	if (self) {
+		peer->rx_qp = qp;
+		iwarp_rdm_bind_poll(ep, &peer->rx_poll);
+		return 0;
+	}
+	if (peer->qp)
+		iwarp_rdm_bury(ep, peer->qp);	/* loser or stale */
+	peer->qp = qp;
+	peer->up = false;
+	return 0;
+}
+
+static void iwarp_rdm_reject(struct iwarp_rdm_ep *ep,
+			     struct iw_conn_req *req, uint8_t flags)
+{
+	uint8_t pd[IWARP_RDM_PD_LEN];
+
+	iwarp_rdm_pdata(ep, pd, flags);
+	iw_reject(req, pd, sizeof(pd));
+}
+
+static void iwarp_rdm_conn_request(void *arg, struct iw_conn_req *req,
+				   const struct iw_cm_event *ev)
+{
+	struct iwarp_rdm_ep *ep = arg;
+	struct iwarp_rdm_pdata them, us = {
+		.version = IWARP_RDM_VERSION,
+		.addr = ep->name,
+		.instance = ep->instance,
+	};
+	struct iwarp_rdm_peer *peer;
+	int cmp;
+
+	if (iwarp_rdm_pd_get(ev->pdata, ev->pdata_len, &them)) {
+		iw_reject(req, NULL, 0);
+		return;
+	}
+	peer = iwarp_rdm_peer_get(ep, &them.addr);
+	if (!peer) {
+		iw_reject(req, NULL, 0);
+		return;
+	}
+	cmp = iwarp_rdm_pd_cmp(&them, &us);
+	if (!cmp) {		/* ourselves: the receiving half */
+		if (!peer->rx_qp)
+			iwarp_rdm_accept_into(ep, req, peer, true);
+		else
+			iwarp_rdm_reject(ep, req, IWARP_RDM_COLLISION);
+		return;
+	}
+	/* a restarted peer replaces its old connection */
+	if (peer->instance && peer->instance != them.instance && peer->qp) {
+		iwarp_rdm_bury(ep, peer->qp);
+		peer->qp = NULL;
+		peer->up = false;
+		iwarp_rdm_peer_fail(peer, FI_EIO);
+	}
+	peer->instance = them.instance;
+	/* the connection initiated by the smaller side wins a collision */
+	if (peer->qp && (peer->up || cmp > 0)) {
+		iwarp_rdm_reject(ep, req, IWARP_RDM_COLLISION);
+		return;
+	}
+	iwarp_rdm_accept_into(ep, req, peer, false);
+}
+
+static const struct iw_listener_ops iwarp_rdm_listener_ops = {
+	.conn_request = iwarp_rdm_conn_request,
+};
+
+static void iwarp_rdm_l_progress(struct iwarp_pollable *p)
+{
+	struct iwarp_rdm_ep *ep =
+		iwarp_container_of(p, struct iwarp_rdm_ep, lpoll);
+
+	iw_listener_progress(ep->l);
+	iwarp_rdm_reap(ep);
+}
+
+static void iwarp_rdm_l_poll_info(struct iwarp_pollable *p, int *fd,
+				  short *events, uint64_t *deadline)
+{
+	struct iwarp_rdm_ep *ep =
+		iwarp_container_of(p, struct iwarp_rdm_ep, lpoll);
+
+	*fd = iw_listener_fd(ep->l);
+	*events = POLLIN;
+	*deadline = iw_listener_deadline(ep->l);
+}
+
+/* Listens on the endpoint's address; its name is the address peers use. */
+int iwarp_rdm_listen(struct iwarp_rdm_ep *ep)
+{
+	union iwarp_sockaddr a = ep->name;
+	socklen_t len = sizeof(a);
+	uint16_t port;
+	int ret;
+
+	ret = iw_listen(ep->dom->dev, &a.sa, iwarp_sa_len(&a.sa), 1024, NULL,
+			&iwarp_rdm_listener_ops, ep, &ep->l);
+	if (ret)
+		return ret;
+	iw_listener_getname(ep->l, &a.sa, &len);
+	port = a.sa.sa_family == AF_INET6 ? a.sin6.sin6_port : a.sin.sin_port;
+	/* bound to a wildcard: peers reach us on the domain's address */
+	if (ep->name.sa.sa_family == AF_INET6)
+		ep->name.sin6.sin6_port = port;
+	else
+		ep->name.sin.sin_port = port;
+	iwarp_list_init(&ep->lpoll.link);
+	ep->lpoll.progress = iwarp_rdm_l_progress;
+	ep->lpoll.poll_info = iwarp_rdm_l_poll_info;
+	iwarp_rdm_bind_poll(ep, &ep->lpoll);
+	return 0;
+}
+
+void iwarp_rdm_shutdown(struct iwarp_rdm_ep *ep)
+{
+	while (!iwarp_list_empty(&ep->peers)) {
+		struct iwarp_rdm_peer *peer = iwarp_container_of(
+			ep->peers.next, struct iwarp_rdm_peer, link);
+
+		iwarp_list_del(&peer->link);
+		iwarp_rdm_unbind_poll(ep, &peer->poll);
+		if (peer->rx_qp) {
+			iwarp_rdm_unbind_poll(ep, &peer->rx_poll);
+			iw_qp_destroy(peer->rx_qp);
+		}
+		if (peer->qp)
+			iw_qp_destroy(peer->qp);
+		peer->qp = peer->rx_qp = NULL;
+		iwarp_rdm_reap(ep);
+		iwarp_rdm_peer_fail(peer, FI_ECANCELED);
+		free(peer);
+	}
+	if (ep->l) {
+		iwarp_rdm_unbind_poll(ep, &ep->lpoll);
+		iw_listener_close(ep->l);
+		ep->l = NULL;
+	}
+	iwarp_rdm_reap(ep);
+	free(ep->dead);
+	ep->dead = NULL;
+}

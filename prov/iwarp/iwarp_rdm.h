@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Native FI_EP_RDM on the engine: one engine connection per peer, MPA
+ * rev 2 peer-to-peer with an RTR so either side may send first.
+ *
+ * Every RDM message is one iWARP Send that starts with a 40-octet header
+ * (big-endian):
+ *
+ *	 0 op  1 flags  2 credits(16)  4 len(32)  8 msg_id(32)  12 stag(32)
+ *	16 tag(64)  24 data(64)  32 addr(64)
+ *
+ * EAGER carries the payload after the header; the engine's placement
+ * callback sees the header first and hands back the matched receive
+ * buffer, so the payload lands in place. RTS announces a large message
+ * registered under stag/addr; the receiver RDMA-Reads it straight into
+ * the matched buffer and answers FIN, which completes the sender.
+ * CREDIT returns eager credits explicitly when none travel piggybacked.
+ * Credits bound what a peer may have outstanding in EAGER and RTS
+ * messages, so unexpected messages cannot exhaust our memory.
+ *
+ * Connection private data (both directions), 32 octets:
+ *	0 magic "IWRD"  4 version(8) 5 family(8) 6 port(16)  8 addr[16]
+ *	24 instance(64)
+ * plus, in a Reply, the decision (accepted / collision) in `version`'s
+ * high bit. Simultaneous connects keep the connection initiated by the
+ * side whose (address, port, instance) is smaller; the other is rejected
+ * with a collision Reply and its sender waits for the winner to arrive.
+ */
+#ifndef IWARP_RDM_H
+#define IWARP_RDM_H
+
+#include "iwarp.h"
+#include "iwarp_av.h"
+
+#define IWARP_RDM_HDR_LEN 40
+#define IWARP_RDM_PD_LEN 32
+#define IWARP_RDM_MAGIC 0x49575244u	/* "IWRD" */
+#define IWARP_RDM_VERSION 1
+#define IWARP_RDM_COLLISION 0x80
+#define IWARP_RDM_CREDITS 64		/* eager window per peer */
+#define IWARP_RDM_EAGER_MAX 16384	/* larger messages use rendezvous */
+#define IWARP_RDM_INJECT_MAX 256
+#define IWARP_RDM_CONNECT_TRIES 5
+
+enum iwarp_rdm_op {
+	IWARP_RDM_EAGER = 1,
+	IWARP_RDM_RTS = 2,
+	IWARP_RDM_FIN = 3,
+	IWARP_RDM_CREDIT = 4,
+};
+
+enum {
+	IWARP_RDM_F_TAGGED = 1 << 0,
+	IWARP_RDM_F_DATA = 1 << 1,	/* remote CQ data present */
+	IWARP_RDM_F_ERROR = 1 << 2,	/* FIN: the receiver failed */
+};
+
+struct iwarp_rdm_hdr {
+	uint8_t op;
+	uint8_t flags;
+	uint16_t credits;
+	uint32_t len;
+	uint32_t msg_id;
+	uint32_t stag;
+	uint64_t tag;
+	uint64_t data;
+	uint64_t addr;
+};
+
+void iwarp_rdm_hdr_put(uint8_t *p, const struct iwarp_rdm_hdr *h);
+/* 0, or -FI_EINVAL for an unknown op or impossible fields */
+int iwarp_rdm_hdr_get(const uint8_t *p, size_t len, struct iwarp_rdm_hdr *h);
+
+struct iwarp_rdm_pdata {
+	uint8_t version;		/* IWARP_RDM_VERSION, | COLLISION */
+	union iwarp_sockaddr addr;	/* the sender's listening address */
+	uint64_t instance;
+};
+
+void iwarp_rdm_pd_put(uint8_t *p, const struct iwarp_rdm_pdata *d);
+int iwarp_rdm_pd_get(const uint8_t *p, size_t len, struct iwarp_rdm_pdata *d);
+/* Total order on (address, port, instance): who keeps a collision. */
+int iwarp_rdm_pd_cmp(const struct iwarp_rdm_pdata *a,
+		     const struct iwarp_rdm_pdata *b);
+
+/* ---- endpoint state */
+
+struct iw_qp;
+struct iw_mr;
+struct iw_listener;
+struct iwarp_rdm_ep;
+
+/* A peer, keyed by its listening address. */
+struct iwarp_rdm_peer {
+	struct iwarp_list link;		/* ep->peers */
+	struct iwarp_rdm_ep *ep;
+	union iwarp_sockaddr addr;
+	uint64_t instance;		/* 0 until the peer told us */
+	struct iw_qp *qp;		/* the connection we send on */
+	struct iw_qp *rx_qp;		/* self: the accepted half */
+	struct iwarp_pollable poll, rx_poll;
+	bool up;
+	int tries;
+	uint64_t retry_at;
+	uint16_t credits;		/* EAGER/RTS we may still send */
+	uint16_t owed;			/* credits to give back */
+	struct iwarp_list pending;	/* iwarp_rdm_tx not yet posted */
+	struct iwarp_list inflight;	/* RTS sent, waiting for FIN */
+};
+
+/* One send, from the call until its completion. */
+struct iwarp_rdm_tx {
+	struct iwarp_list link;
+	struct iwarp_rdm_peer *peer;
+	void *context;
+	uint64_t cq_flags;
+	uint64_t op_flags;
+	bool cq;
+	bool ctrl;			/* FIN/CREDIT: no user completion */
+	struct iwarp_rdm_hdr hdr;
+	uint8_t hbuf[IWARP_RDM_HDR_LEN];
+	struct iovec iov[IWARP_IOV_MAX];
+	size_t count;
+	size_t len;
+	uint8_t *copy;			/* inject copy or rendezvous bounce */
+	struct iw_mr *mr;		/* rendezvous source */
+};
+
+/* A posted receive. */
+struct iwarp_rdm_rx {
+	struct iwarp_list link;
+	void *context;
+	uint64_t flags;			/* FI_TAGGED or FI_MSG, | FI_RECV */
+	fi_addr_t src;
+	uint64_t tag, ignore;
+	struct iovec iov[IWARP_IOV_MAX];
+	size_t count;
+	size_t len;
+	bool cq;
+	/* the message it matched */
+	struct iwarp_rdm_hdr hdr;
+	fi_addr_t from;
+	struct iwarp_rdm_peer *peer;
+};
+
+/* A message that arrived before its receive was posted. */
+struct iwarp_rdm_unexp {
+	struct iwarp_list link;
+	struct iwarp_rdm_hdr hdr;
+	struct iwarp_rdm_peer *peer;
+	fi_addr_t from;
+	uint8_t *buf;			/* EAGER payload */
+	bool arrived;			/* the payload is complete */
+	bool claimed;			/* FI_PEEK | FI_CLAIM took it */
+	void *claim_ctx;
+	struct iwarp_rdm_rx *waiter;	/* matched while still arriving */
+};
+
+/* What an incoming Send turned out to be (engine completion context). */
+struct iwarp_rdm_in {
+	struct iwarp_rdm_hdr hdr;
+	struct iwarp_rdm_rx *rx;	/* EAGER into a posted receive */
+	struct iwarp_rdm_unexp *ux;	/* EAGER into a buffer of ours */
+};
+
+struct iwarp_rdm_ep {
+	struct fid_ep ep_fid;
+	struct iwarp_domain *dom;
+	struct iwarp_fabric *fab;
+	struct fi_info *info;
+	struct iwarp_av *av;
+	struct iwarp_cq *tx_cq, *rx_cq;
+	bool tx_selective, rx_selective;
+	struct iwarp_cntr *cntr_send, *cntr_recv;
+	uint64_t tx_op_flags, rx_op_flags;
+	bool enabled;
+	bool closing;
+	bool directed;			/* FI_DIRECTED_RECV asked for */
+	struct iw_listener *l;
+	struct iwarp_pollable lpoll;
+	union iwarp_sockaddr name;
+	uint64_t instance;
+	uint32_t next_msg_id;
+	struct iwarp_list peers;
+	struct iwarp_list posted_tagged, posted_msg;
+	struct iwarp_list unexp_tagged, unexp_msg;
+	struct iw_qp **dead;		/* QPs to destroy outside callbacks */
+	size_t ndead, deadcap;
+};
+
+static inline struct iwarp_rdm_ep *iwarp_rdm_ep_of(struct fid *fid)
+{
+	return iwarp_container_of(fid, struct iwarp_rdm_ep, ep_fid.fid);
+}
+
+int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
+		   struct fid_ep **ep, void *context);
+
+#endif /* IWARP_RDM_H */
