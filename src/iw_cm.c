@@ -169,6 +169,17 @@ static int iw_cm_tcp_connect(struct iw_qp *qp)
 	if (fd < 0)
 		return -errno;
 	iw_sock_nodelay(fd);
+	if (qp->src_len) {
+		int one = 1;
+
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, (const struct sockaddr *)&qp->src, qp->src_len)) {
+			int ret = -errno;
+
+			close(fd);
+			return ret;
+		}
+	}
 	if (connect(fd, sa, qp->dst_len) && errno != EINPROGRESS) {
 		int ret = -errno;
 
@@ -198,6 +209,11 @@ int iw_qp_connect(struct iw_qp *qp, const struct sockaddr *dst,
 	qp->param.pdata = qp->pdata;
 	memcpy(&qp->dst, dst, len);
 	qp->dst_len = len;
+	if (param->src && param->src_len <= sizeof(qp->src)) {
+		memcpy(&qp->src, param->src, param->src_len);
+		qp->src_len = param->src_len;
+	}
+	qp->param.src = NULL;
 	qp->initiator = true;
 	return iw_cm_tcp_connect(qp);
 }
@@ -545,6 +561,16 @@ uint64_t iw_listener_deadline(const struct iw_listener *l)
 		if (!d || r->deadline < d)
 			d = r->deadline;
 	return d;
+}
+
+bool iw_listener_busy(const struct iw_listener *l)
+{
+	const struct iw_conn_req *r;
+
+	for (r = l->reqs; r; r = r->next)
+		if (!r->notified)
+			return true;
+	return false;
 }
 
 void iw_conn_req_set_ctx(struct iw_conn_req *req, void *ctx)

@@ -164,6 +164,8 @@ struct iw_qp {
 	uint32_t mulpdu;
 	struct sockaddr_storage dst;
 	socklen_t dst_len;
+	struct sockaddr_storage src;	/* bind before connect, if set */
+	socklen_t src_len;
 	bool retried;
 	struct iw_cm_event est;	/* negotiated values, for ESTABLISHED */
 	uint8_t peer_pdata[MPA_MAX_PD];
@@ -209,7 +211,10 @@ struct iw_qp {
 	bool term_queued;
 	bool fin_sent;
 
-	/* receive */
+	/* receive: octets read from the socket not yet fed to rx (kept
+	 * across calls so a stalled stream loses nothing) */
+	uint8_t stage[16384];
+	size_t stage_off, stage_len;
 	struct iw_rx rx;
 	uint32_t rx_msn[3];	/* expected MSN per untagged queue */
 	bool rx_eof;
@@ -281,6 +286,7 @@ void iw_tx_terminate(struct iw_qp *qp, const struct iw_err *err,
 /* iw_qprx.c */
 extern const struct iw_rx_ops iw_qprx_ops;
 int iw_rx_pump(struct iw_qp *qp);
+bool iw_rx_stalled(const struct iw_qp *qp);
 
 #define IW_DEFAULT_TIMEOUT_MS 10000
 

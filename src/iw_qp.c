@@ -454,11 +454,21 @@ static int iw_rq_post(struct iw_rq *rq, const struct iw_recv_wr *wr)
 
 int iw_qp_post_recv(struct iw_qp *qp, const struct iw_recv_wr *wr)
 {
+	int ret;
+
 	if (qp->srq || qp->attr.peek_len)
 		return -EINVAL;
 	if (qp->cm == CM_ERROR || qp->cm == CM_CLOSED)
 		return -ENOTCONN;
-	return iw_rq_post(&qp->rq, wr);
+	ret = iw_rq_post(&qp->rq, wr);
+	if (!ret && iw_rx_stalled(qp)) {
+		/* the Send that waited for it goes on now */
+		if (iw_rx_resume(&qp->rx))
+			iw_qp_fatal(qp, &qp->rx.err, &qp->rx.seg, true);
+		else
+			iw_rx_pump(qp);
+	}
+	return ret;
 }
 
 int iw_qp_cancel_recv(struct iw_qp *qp, void *ctx)
@@ -593,8 +603,8 @@ short iw_qp_poll_events(const struct iw_qp *qp)
 		return 0;
 	if (qp->cm == CM_TCP_CONNECT)
 		return POLLOUT;
-	if (!qp->rx_eof)
-		ev |= POLLIN;
+	if (!qp->rx_eof && !iw_rx_stalled(qp))
+		ev |= POLLIN;	/* a stalled stream waits for a receive */
 	if (iw_tx_pending(qp))
 		ev |= POLLOUT;
 	return ev;

@@ -246,6 +246,8 @@ static int iw_rx_send_new(struct iw_qp *qp, const struct iw_rx_seg *seg,
 	qp->rcv.placed = false;
 	qp->rcv.peek_got = 0;
 	if (!qp->rcv.peek_mode) {
+		if (!rq->count && qp->attr.wait_for_recv && !qp->srq)
+			return -EAGAIN;	/* stall until iw_qp_post_recv */
 		if (!rq->count)
 			return iw_fail_u(err, DDP_ECODE_UT_NO_BUFFER,
 					 "Send without a posted receive");
@@ -265,8 +267,10 @@ static int iw_rx_send(struct iw_qp *qp, const struct iw_rx_seg *seg,
 	const struct ddp_hdr *h = &seg->hdr;
 
 	if (!qp->rcv.active) {
-		if (iw_rx_send_new(qp, seg, err))
-			return -EPROTO;
+		int ret = iw_rx_send_new(qp, seg, err);
+
+		if (ret)
+			return ret;	/* -EAGAIN stalls, -EPROTO fails */
 	} else if (h->msn != qp->rcv.msn) {
 		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
 				 "Send segment of another message");
@@ -523,27 +527,45 @@ static void iw_rx_eof(struct iw_qp *qp)
 	}
 }
 
-/* Feeds staged octets; returns false when the stream failed. */
-static bool iw_rx_feed_staged(struct iw_qp *qp, uint8_t *p, size_t n)
+/* Feeds what is staged; false when the stream failed or stalled. */
+static bool iw_rx_drain_stage(struct iw_qp *qp)
 {
-	if (iw_rx_feed(&qp->rx, p, n)) {
-		iw_rx_failed(qp);
-		return false;
+	while (qp->stage_len) {
+		uint8_t *buf;
+		size_t n;
+
+		iw_rx_want(&qp->rx, &buf, &n);
+		if (!n) {
+			if (qp->rx.state != IW_RX_STALLED)
+				iw_rx_failed(qp);
+			return false;
+		}
+		if (n > qp->stage_len)
+			n = qp->stage_len;
+		memcpy(buf, qp->stage + qp->stage_off, n);
+		qp->stage_off += n;
+		qp->stage_len -= n;
+		if (iw_rx_advance(&qp->rx, n)) {
+			iw_rx_failed(qp);
+			return false;
+		}
 	}
-	return true;
+	qp->stage_off = 0;
+	return qp->rx.state != IW_RX_STALLED;
 }
 
 /*
- * Reads what the socket has. Headers and small payloads go through a
+ * Reads what the socket has. Headers and small payloads go through the
  * staging buffer (one recv for many FPDUs); large payload pieces are
  * received in place. Bounded per call so one busy peer cannot starve the
- * others.
+ * others. A stalled stream (no receive posted yet) reads nothing.
  */
 int iw_rx_pump(struct iw_qp *qp)
 {
-	uint8_t stage[RXBUF_LEN];
 	size_t budget = 8u << 20;
 
+	if (!iw_rx_drain_stage(qp))
+		return 0;
 	while (qp->fd >= 0 && !qp->rx_eof && budget &&
 	       qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {
 		uint8_t *buf;
@@ -553,12 +575,13 @@ int iw_rx_pump(struct iw_qp *qp)
 
 		iw_rx_want(&qp->rx, &buf, &len);
 		if (!len) {
-			iw_rx_failed(qp);
+			if (qp->rx.state != IW_RX_STALLED)
+				iw_rx_failed(qp);
 			break;
 		}
 		direct = qp->rx.state == IW_RX_PAYLOAD && len >= RX_DIRECT_MIN;
-		n = recv(qp->fd, direct ? buf : stage,
-			 direct ? len : sizeof(stage), MSG_DONTWAIT);
+		n = recv(qp->fd, direct ? buf : qp->stage,
+			 direct ? len : sizeof(qp->stage), MSG_DONTWAIT);
 		if (n < 0) {
 			struct iw_err err;
 
@@ -579,9 +602,17 @@ int iw_rx_pump(struct iw_qp *qp)
 		if (direct) {
 			if (iw_rx_advance(&qp->rx, (size_t)n))
 				iw_rx_failed(qp);
-		} else if (!iw_rx_feed_staged(qp, stage, (size_t)n)) {
-			break;
+			continue;
 		}
+		qp->stage_off = 0;
+		qp->stage_len = (size_t)n;
+		if (!iw_rx_drain_stage(qp))
+			break;
 	}
 	return 0;
+}
+
+bool iw_rx_stalled(const struct iw_qp *qp)
+{
+	return qp->rx.state == IW_RX_STALLED;
 }

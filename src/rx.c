@@ -13,6 +13,7 @@ static const char *const iw_rx_state_names[] = {
 	[IW_RX_HDR] = "header",
 	[IW_RX_PAYLOAD] = "payload",
 	[IW_RX_TRAILER] = "trailer",
+	[IW_RX_STALLED] = "stalled",
 	[IW_RX_ERROR] = "error",
 };
 
@@ -43,6 +44,7 @@ void iw_rx_init(struct iw_rx *rx, bool crc, bool markers,
 	iw_rx_next_fpdu(rx);
 }
 
+
 bool iw_rx_at_boundary(const struct iw_rx *rx)
 {
 	return rx->state == IW_RX_HDR && !rx->in_fpdu;
@@ -69,7 +71,7 @@ void iw_rx_want(struct iw_rx *rx, uint8_t **buf, size_t *len)
 
 	*buf = NULL;
 	*len = 0;
-	if (rx->state == IW_RX_ERROR)
+	if (rx->state == IW_RX_ERROR || rx->state == IW_RX_STALLED)
 		return;
 	if (mk) {
 		*buf = rx->marker + (MPA_MARKER_LEN - mk);
@@ -163,6 +165,10 @@ static int iw_rx_start_payload(struct iw_rx *rx)
 	rx->dst.len = 0;
 	ret = rx->ops && rx->ops->seg_start ?
 		rx->ops->seg_start(rx->arg, seg, &rx->dst, &rx->err) : 0;
+	if (ret == -EAGAIN) {
+		rx->state = IW_RX_STALLED;	/* no octet consumed past it */
+		return 0;
+	}
 	if (ret) {
 		rx->state = IW_RX_ERROR;
 		return -EPROTO;
@@ -175,6 +181,13 @@ static int iw_rx_start_payload(struct iw_rx *rx)
 		return 0;
 	}
 	return iw_rx_refill(rx);
+}
+
+int iw_rx_resume(struct iw_rx *rx)
+{
+	if (rx->state != IW_RX_STALLED)
+		return rx->state == IW_RX_ERROR ? -EPROTO : 0;
+	return iw_rx_start_payload(rx);
 }
 
 /* The whole header is in: validate it, then hand over to payload. */
@@ -285,6 +298,8 @@ int iw_rx_advance(struct iw_rx *rx, size_t n)
 		return -EPROTO;
 	if (n == 0)
 		return 0;
+	if (rx->state == IW_RX_STALLED)
+		return -EINVAL;	/* it asked for nothing */
 	if (n > len)
 		return -EINVAL;
 	if (!rx->in_fpdu) {
@@ -343,7 +358,7 @@ int iw_rx_feed(struct iw_rx *rx, const uint8_t *p, size_t len)
 
 		iw_rx_want(rx, &buf, &n);
 		if (!n)
-			return -EPROTO;
+			return rx->state == IW_RX_STALLED ? -EAGAIN : -EPROTO;
 		if (n > len)
 			n = len;
 		memmove(buf, p, n);

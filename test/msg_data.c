@@ -46,7 +46,8 @@ struct srv {
 	char *rbuf;		/* receives land here */
 	char *region;		/* registered for RMA */
 	size_t region_len;
-	struct fid_mr *mr;
+	struct fid_mr *mr;	/* of the region */
+	struct fid_mr *rmr;	/* of rbuf */
 	uint64_t gseed;
 	struct layout rl;	/* the last posted receive */
 	uint64_t rseed;
@@ -69,8 +70,9 @@ static bool srv_open(struct srv *s, struct proc *p, size_t region_len,
 		return check(false, "buffers");
 	pat_fill(s->region, region_len, s->gseed, 0);
 	s->mr = mr_reg(&s->n, s->region, region_len, access);
-	if (!check(s->mr != NULL, "region of %zu octets registered",
-		   region_len))
+	s->rmr = mr_reg(&s->n, s->rbuf, BUFLEN, FI_RECV);
+	if (!check(s->mr && s->rmr, "region of %zu octets and receive buffer "
+		   "registered", region_len))
 		return false;
 	return ctl_send(p, CTL_KEYS, fi_mr_key(s->mr),
 			(uintptr_t)s->region, region_len, 0, 0);
@@ -80,7 +82,9 @@ static void srv_close(struct srv *s)
 {
 	if (s->mr)
 		fi_close(&s->mr->fid);
-	s->mr = NULL;
+	if (s->rmr)
+		fi_close(&s->rmr->fid);
+	s->mr = s->rmr = NULL;
 	node_close(&s->n);
 	free(s->rbuf);
 	free(s->region);
@@ -96,20 +100,22 @@ static void srv_reguard(struct srv *s)
 
 static bool srv_post_recv(struct srv *s, const struct ctl *m)
 {
+	void *desc[3] = { s->rmr ? fi_mr_desc(s->rmr) : NULL };
 	struct iovec iov[3];
 	int niov = (int)m->v[1];
 	ssize_t ret;
 
+	desc[1] = desc[2] = desc[0];
 	layout_make(&s->rl, BUFLEN, m->v[0], niov, RECV_EXTRA);
 	layout_guard(&s->rl, s->rbuf, s->gseed);
 	layout_iov(&s->rl, s->rbuf, iov);
 	s->rseed = m->v[2];
 	s->rreport = m->v[3];
 	if (s->rl.n == 1)
-		ret = fi_recv(s->n.ep, iov[0].iov_base, iov[0].iov_len, NULL,
-			      0, &s->rx_ctx);
+		ret = fi_recv(s->n.ep, iov[0].iov_base, iov[0].iov_len,
+			      desc[0], 0, &s->rx_ctx);
 	else
-		ret = fi_recvv(s->n.ep, iov, NULL, (size_t)s->rl.n, 0,
+		ret = fi_recvv(s->n.ep, iov, desc, (size_t)s->rl.n, 0,
 			       &s->rx_ctx);
 	if (ret)
 		diag("posting a receive: %zd", ret);
@@ -228,6 +234,8 @@ struct cli {
 	struct node n;
 	char *sbuf;		/* sources */
 	char *lbuf;		/* Read sinks */
+	struct fid_mr *smr, *lmr;
+	void *sdesc[3], *ldesc;	/* their descriptors */
 	uint64_t key, base;
 	size_t region_len;
 	uint64_t gseed;
@@ -243,7 +251,15 @@ static bool cli_open(struct cli *c, struct proc *p)
 	c->gseed = gseed_of(p);
 	c->sbuf = malloc(BUFLEN);
 	c->lbuf = malloc(BUFLEN);
-	if (!check(c->sbuf && c->lbuf && ctl_expect(p, CTL_KEYS, &m, RPC_MS),
+	if (c->sbuf && c->lbuf) {
+		c->smr = mr_reg(&c->n, c->sbuf, BUFLEN, FI_SEND | FI_WRITE);
+		c->lmr = mr_reg(&c->n, c->lbuf, BUFLEN, FI_READ);
+	}
+	if (!check(c->smr && c->lmr, "local buffers registered"))
+		return false;
+	c->sdesc[0] = c->sdesc[1] = c->sdesc[2] = fi_mr_desc(c->smr);
+	c->ldesc = fi_mr_desc(c->lmr);
+	if (!check(ctl_expect(p, CTL_KEYS, &m, RPC_MS),
 		   "the server's region key"))
 		return false;
 	c->key = m.v[0];
@@ -255,6 +271,10 @@ static bool cli_open(struct cli *c, struct proc *p)
 static void cli_close(struct cli *c)
 {
 	ctl_send(c->n.p, CTL_END, 0, 0, 0, 0, 0);
+	if (c->smr)
+		fi_close(&c->smr->fid);
+	if (c->lmr)
+		fi_close(&c->lmr->fid);
 	node_close(&c->n);
 	free(c->sbuf);
 	free(c->lbuf);
@@ -330,9 +350,10 @@ static void xfer_send(struct cli *c, size_t k, int niov)
 	layout_fill(&l, c->sbuf, seed, c->gseed);
 	layout_iov(&l, c->sbuf, iov);
 	if (niov == 1)
-		ret = fi_send(c->n.ep, iov[0].iov_base, len, NULL, 0, &ctx);
+		ret = fi_send(c->n.ep, iov[0].iov_base, len, c->sdesc[0], 0,
+			      &ctx);
 	else
-		ret = fi_sendv(c->n.ep, iov, NULL, (size_t)niov, 0, &ctx);
+		ret = fi_sendv(c->n.ep, iov, c->sdesc, (size_t)niov, 0, &ctx);
 	why = complete(c, ret, &ctx, FI_SEND);
 	check(!*why, "%s of %zu octets in %d piece(s) completes%s%s",
 	      niov == 1 ? "fi_send" : "fi_sendv", len, niov,
@@ -366,7 +387,7 @@ static void xfer_write(struct cli *c, size_t k)
 
 	layout_make(&l, BUFLEN, len, 1, 0);
 	layout_fill(&l, c->sbuf, seed, c->gseed);
-	ret = fi_write(c->n.ep, c->sbuf + l.off[0], len, NULL, 0,
+	ret = fi_write(c->n.ep, c->sbuf + l.off[0], len, c->sdesc[0], 0,
 		       rma_addr(&c->n, c->base, roff), c->key, &ctx);
 	why = complete(c, ret, &ctx, FI_WRITE);
 	check(!*why, "fi_write of %zu octets to remote offset %zu "
@@ -391,7 +412,7 @@ static void xfer_read(struct cli *c, size_t k)
 	}
 	layout_make(&l, BUFLEN, len, 1, 0);
 	layout_guard(&l, c->lbuf, c->gseed);
-	ret = fi_read(c->n.ep, c->lbuf + l.off[0], len, NULL, 0,
+	ret = fi_read(c->n.ep, c->lbuf + l.off[0], len, c->ldesc, 0,
 		      rma_addr(&c->n, c->base, roff), c->key, &ctx);
 	why = complete(c, ret, &ctx, FI_READ);
 	if (!*why)
@@ -996,31 +1017,48 @@ static void epoll_step(struct node *n, int epfd, struct epoll_stats *st)
 		st->stalls++;
 }
 
-static void epoll_loop(struct node *n, int epfd, struct ping *g)
+/* Reads until `want` completions in all, sleeping in epoll_wait. */
+static void epoll_until(struct node *n, int epfd, struct ping *g, int want,
+			struct epoll_stats *st, uint64_t end)
 {
-	uint64_t end = now_ms() + 3 * WAIT_MS;
-	struct epoll_stats st = { 0 };
 	struct fi_cq_msg_entry ent[16];
 	ssize_t r, i;
 
-	while (g->rx_ok + g->tx_ok < 2 * PINGS && now_ms() < end) {
+	while (g->rx_ok + g->tx_ok < want && now_ms() < end &&
+	       st->errors < 100) {
 		r = fi_cq_read(n->cq, ent, ARRAY_SIZE(ent));
 		for (i = 0; i < r; i++)
 			ping_account(g, &ent[i], "pong");
 		if (r == -FI_EAGAIN)
-			epoll_step(n, epfd, &st);
+			epoll_step(n, epfd, st);
 		else if (r < 0)
-			st.errors++;
-		if (st.errors > 100)
-			break;
+			st->errors++;
 	}
-	check(g->rx_ok == PINGS && g->tx_ok == PINGS && !g->bad,
-	      "%d messages out and %d back, waiting with fi_trywait + "
-	      "epoll_wait (%d, %d, %d wrong)", PINGS, PINGS, g->tx_ok,
-	      g->rx_ok, g->bad);
-	check(!st.stalls && !st.errors, "the fd woke every wait (%d waits, "
-	      "%d ran into the %d ms timeout, %d errors)", st.waits,
-	      st.stalls, EPOLL_WAIT_MS, st.errors);
+}
+
+/* Ping-pong in lock step: every answer is waited for on the fd. */
+static void epoll_loop(struct node *n, int epfd, struct ping *g)
+{
+	uint64_t end = now_ms() + 3 * WAIT_MS;
+	struct epoll_stats st = { 0 };
+	ssize_t ret = 0;
+	int i;
+
+	for (i = 0; i < PINGS && !ret && now_ms() < end; i++) {
+		snprintf(g->tx[i], sizeof(g->tx[i]), "ping %d", i);
+		ret = fi_send(n->ep, g->tx[i], strlen(g->tx[i]) + 1, NULL, 0,
+			      g->tx[i]);
+		if (!ret)
+			epoll_until(n, epfd, g, 2 * (i + 1), &st, end);
+	}
+	check(!ret && g->rx_ok == PINGS && g->tx_ok == PINGS && !g->bad,
+	      "%d messages out and %d back in lock step, waiting with "
+	      "fi_trywait + epoll_wait (%d, %d, %d wrong, post %zd)", PINGS,
+	      PINGS, g->tx_ok, g->rx_ok, g->bad, ret);
+	check(st.waits && !st.stalls && !st.errors,
+	      "the fd woke every wait (%d waits, %d ran into the %d ms "
+	      "timeout, %d errors)", st.waits, st.stalls, EPOLL_WAIT_MS,
+	      st.errors);
 }
 
 static int epoll_setup(struct node *n)
@@ -1088,13 +1126,6 @@ void epoll_client(struct proc *p)
 			      g->rx[i]);
 	if (epfd < 0 || !ctl_expect(p, CTL_NEXT, NULL, RPC_MS) ||
 	    !check(!ret, "receives posted (%zd)", ret))
-		goto out;
-	for (i = 0; i < PINGS && !ret; i++) {
-		snprintf(g->tx[i], sizeof(g->tx[i]), "ping %d", i);
-		ret = fi_send(n.ep, g->tx[i], strlen(g->tx[i]) + 1, NULL, 0,
-			      g->tx[i]);
-	}
-	if (!check(!ret, "%d sends posted (%zd)", PINGS, ret))
 		goto out;
 	epoll_loop(&n, epfd, g);
 	sread_checks(&n, p);

@@ -77,6 +77,24 @@ void diag(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Parent only: a check or note of the harness, without a side. */
+static void harness(char kind, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void harness(char kind, const char *fmt, ...)
+{
+	char text[REC_TEXT];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (kind == 'd')
+		diag_fn(text);
+	else
+		report_fn(kind == 'y', text);
+}
+
 /* ---- time and randomness */
 
 uint64_t now_ms(void)
@@ -426,15 +444,16 @@ static void report_child(const struct msg_case *c, struct collected *col,
 			report_fn(col->r[i].kind == 'y', col->r[i].text);
 	}
 	if (c->server_killed) {
-		check(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-		      "%s: the server died of our SIGKILL (status %#x)",
-		      c->name, status);
+		harness(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ?
+			'y' : 'n', "%s: the server died of our SIGKILL "
+			"(status %#x)", c->name, status);
 		return;
 	}
-	check(!timed_out, "%s: server finished within %d s", c->name,
-	      c->timeout_s);
-	check(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	      "%s: server exited normally (status %#x)", c->name, status);
+	harness(timed_out ? 'n' : 'y', "%s: the server finished within %d s",
+		c->name, c->timeout_s);
+	harness(WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 'y' : 'n',
+		"%s: the server exited normally (status %#x)", c->name,
+		status);
 }
 
 /* The last resort against a call that never returns: end the run. */
@@ -461,11 +480,11 @@ void msg_run(const struct msg_case *c, int port, uint64_t seed)
 	uint64_t start = now_ms();
 	pid_t pid;
 
-	diag("---- %s (port %d)", c->name, port);
+	harness('d', "---- %s (port %d)", c->name, port);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) ||
 	    pipe2(res, O_CLOEXEC | O_NONBLOCK)) {
-		check(false, "%s: control channel: %s", c->name,
-		      strerror(errno));
+		harness('n', "%s: control channel: %s", c->name,
+			strerror(errno));
 		return;
 	}
 	fflush(stdout);
@@ -482,7 +501,7 @@ void msg_run(const struct msg_case *c, int port, uint64_t seed)
 	close(sv[1]);
 	close(res[1]);
 	if (pid < 0) {
-		check(false, "%s: fork: %s", c->name, strerror(errno));
+		harness('n', "%s: fork: %s", c->name, strerror(errno));
 		close(sv[0]);
 		close(res[0]);
 		return;
@@ -502,8 +521,8 @@ void msg_run(const struct msg_case *c, int port, uint64_t seed)
 	close(res[0]);
 	report_child(c, &col, status, timed_out);
 	free(col.r);
-	diag("%s took %llu ms", c->name,
-	     (unsigned long long)(now_ms() - start));
+	harness('d', "%s took %llu ms", c->name,
+		(unsigned long long)(now_ms() - start));
 }
 
 /* ---- fabric: opening and closing a side */

@@ -179,6 +179,10 @@ struct iw_conn_param {
 	const void *pdata;	/* ULP private data */
 	uint16_t pdata_len;	/* up to 508 (rev 2 enhanced) or 512 */
 	uint32_t timeout_ms;	/* per setup phase; 0 = 10000 */
+	/* initiator: connect from this address (e.g. a port given up by a
+	 * passive endpoint); NULL lets the kernel choose */
+	const struct sockaddr *src;
+	socklen_t src_len;
 };
 
 enum iw_cm_event_type {
@@ -253,6 +257,11 @@ struct iw_qp_attr {
 	uint32_t rq_size;	/* 0 = 256 */
 	uint32_t mulpdu;	/* 0: derived from the socket's MSS */
 	uint32_t peek_len;	/* > 0: placement through ops->place */
+	/* A Send finding no posted receive waits for one: the stream is not
+	 * read further, so TCP flow control holds the sender back. Without
+	 * it the stream terminates with DDP/2/2 as RFC 5040 says. Needs the
+	 * QP's own receive queue (no SRQ). */
+	bool wait_for_recv;
 	const struct iw_qp_ops *ops;
 	void *arg;
 };
@@ -332,6 +341,9 @@ int iw_listener_getname(const struct iw_listener *l, struct sockaddr *sa,
 int iw_listener_progress(struct iw_listener *l);
 /* Earliest deadline among pending requests, 0 if none. */
 uint64_t iw_listener_deadline(const struct iw_listener *l);
+/* True while requests are being read on accepted sockets that
+ * iw_listener_fd() does not cover: keep calling iw_listener_progress. */
+bool iw_listener_busy(const struct iw_listener *l);
 
 /* The connection moves into qp (which must be IDLE); the Reply goes out
  * with param's private data and IRD/ORD; CM events then come to qp. */

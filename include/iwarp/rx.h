@@ -40,7 +40,8 @@ struct iw_rx_ops {
 	 * (it may be smaller than seg->payload_len: seg_more is then asked
 	 * for the next piece) and return 0, or return -EPROTO with *err set.
 	 * Payload is placed before the CRC is checked; seg_done tells when
-	 * the FPDU proved good.
+	 * the FPDU proved good. Returning -EAGAIN stalls the stream before
+	 * the payload (no destination yet): iw_rx_resume() asks again.
 	 */
 	int (*seg_start)(void *arg, const struct iw_rx_seg *seg,
 			 struct iw_rx_dst *dst, struct iw_err *err);
@@ -56,6 +57,7 @@ enum iw_rx_state {
 	IW_RX_HDR,
 	IW_RX_PAYLOAD,
 	IW_RX_TRAILER,
+	IW_RX_STALLED,		/* seg_start had no destination yet */
 	IW_RX_ERROR,
 };
 
@@ -93,6 +95,9 @@ void iw_rx_init(struct iw_rx *rx, bool crc, bool markers,
 void iw_rx_want(struct iw_rx *rx, uint8_t **buf, size_t *len);
 int iw_rx_advance(struct iw_rx *rx, size_t n);
 int iw_rx_feed(struct iw_rx *rx, const uint8_t *p, size_t len);
+/* Retries a stalled segment's seg_start: 0 (moving again or still
+ * stalled, see rx->state) or -EPROTO. */
+int iw_rx_resume(struct iw_rx *rx);
 /* True between FPDUs: a stream may end here cleanly. */
 bool iw_rx_at_boundary(const struct iw_rx *rx);
 const char *iw_rx_state_str(enum iw_rx_state s);

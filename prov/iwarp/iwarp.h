@@ -152,6 +152,9 @@ struct iwarp_fabric {
 	pthread_mutex_t lock;
 	struct iwarp_list pollables;
 	bool in_progress;		/* guards against re-entry */
+	struct pollfd *pfds;		/* iwarp_progress scratch */
+	struct iwarp_pollable **pptr;
+	size_t pcap;
 };
 
 static inline void iwarp_lock(struct iwarp_fabric *fab)
@@ -176,6 +179,7 @@ struct iwarp_pollable {
 	void (*progress)(struct iwarp_pollable *p);
 	void (*poll_info)(struct iwarp_pollable *p, int *fd, short *events,
 			  uint64_t *deadline);
+	bool run;			/* iwarp_progress: ready or due */
 };
 
 void iwarp_pollable_add(struct iwarp_fabric *fab, struct iwarp_pollable *p);
@@ -443,7 +447,6 @@ struct iwarp_ep {
 	struct iwarp_pollable poll;
 	enum iwarp_ep_state state;
 	bool enabled;
-	bool local_shutdown;
 	bool state_passive;		/* made from an FI_CONNREQ */
 	struct iwarp_cq *tx_cq, *rx_cq;
 	bool tx_selective, rx_selective;

@@ -189,7 +189,9 @@ static void iwarp_defaults_domain(struct fi_domain_attr *d)
 	/* No progress thread yet: reading a CQ/EQ/counter drives it. */
 	d->control_progress = FI_PROGRESS_MANUAL;
 	d->data_progress = FI_PROGRESS_MANUAL;
-	d->resource_mgmt = FI_RM_DISABLED;
+	/* a Send ahead of its receive is held back (TCP flow control), not
+	 * terminated, so the target's queue is never overrun */
+	d->resource_mgmt = FI_RM_ENABLED;
 	d->av_type = FI_AV_UNSPEC;
 	d->mr_key_size = IWARP_MR_KEY_SIZE;
 	d->cq_data_size = 0;	/* no immediate data on MSG */
@@ -366,12 +368,10 @@ static bool iwarp_domain_modes_ok(const struct fi_domain_attr *h,
 	    !iwarp_progress_ok(h->data_progress))
 		return iwarp_reject("only FI_PROGRESS_MANUAL: there is no "
 				    "progress thread\n");
-	/* MSG endpoints would need receive-side flow control for it; RDM
-	 * has credits and buffers unexpected messages */
-	if (h->resource_mgmt != FI_RM_UNSPEC &&
-	    h->resource_mgmt != FI_RM_DISABLED &&
-	    ours->resource_mgmt != FI_RM_ENABLED)
-		return iwarp_reject("resource_mgmt %d: only FI_RM_DISABLED\n",
+	/* both are met: we never overrun a peer, and a caller asking
+	 * for less is not hurt by it */
+	if (h->resource_mgmt > FI_RM_ENABLED)
+		return iwarp_reject("unknown resource_mgmt %d\n",
 				    h->resource_mgmt);
 	if ((unsigned int)h->av_type > FI_AV_TABLE)
 		return iwarp_reject("unknown av_type %d\n", h->av_type);

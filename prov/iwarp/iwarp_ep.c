@@ -112,7 +112,9 @@ static void iwarp_ep_cm_event(void *arg, struct iw_qp *qp,
 				ev->remote ? "by the peer" : "locally",
 				iw_err_str(ev->err.layer, ev->err.etype,
 					   ev->err.ecode));
-		if (connected && !ep->local_shutdown)
+		/* both sides hear of the close, the one that called
+		 * fi_shutdown too (fi_cm(3); libfabric's tcp does it) */
+		if (connected)
 			iwarp_ep_eq_cm(ep, FI_SHUTDOWN, NULL);
 		else if (!connected)
 			iwarp_ep_eq_err(ep, FI_ECONNRESET, ev);
@@ -141,6 +143,8 @@ static int iwarp_ep_enable(struct iwarp_ep *ep)
 				   IWARP_QUEUE_SIZE,
 		.ops = &iwarp_ep_qp_ops,
 		.arg = ep,
+		/* FI_RM_ENABLED: a Send ahead of its receive waits for it */
+		.wait_for_recv = true,
 	};
 	size_t i;
 	int ret;
@@ -296,7 +300,6 @@ static int iwarp_ep_close(struct fid *fid)
 
 	iwarp_lock(fab);
 	if (ep->qp) {
-		ep->local_shutdown = true;
 		iw_qp_destroy(ep->qp);	/* flushes into the CQs */
 		ep->qp = NULL;
 	}
@@ -349,6 +352,12 @@ static int iwarp_ep_connect(struct fid_ep *ep_fid, const void *addr,
 	if (ep->state != IWARP_EP_IDLE)
 		return -FI_EISCONN;
 	iwarp_ep_conn_param(ep, &p, param, paramlen);
+	if (ep->src.sa.sa_family && (ep->src.sa.sa_family == AF_INET6 ?
+				     ep->src.sin6.sin6_port :
+				     ep->src.sin.sin_port)) {
+		p.src = &ep->src.sa;
+		p.src_len = iwarp_sa_len(&ep->src.sa);
+	}
 	iwarp_lock(ep->fab);
 	ret = iw_qp_connect(ep->qp, sa, iwarp_sa_len(sa), &p);
 	if (!ret)
@@ -393,7 +402,6 @@ static int iwarp_ep_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 
 	iwarp_lock(ep->fab);
 	if (ep->qp) {
-		ep->local_shutdown = true;
 		ret = iw_qp_disconnect(ep->qp);
 		iwarp_progress(ep->fab);
 	}
@@ -575,6 +583,11 @@ int iwarp_ep_open(struct fid_domain *domain, struct fi_info *info,
 	}
 	if (info->src_addr && info->src_addrlen <= sizeof(ep->src))
 		memcpy(&ep->src, info->src_addr, info->src_addrlen);
+	/* fi_endpoint(3): an active endpoint made from a passive one takes
+	 * over its address; connections then leave from that port */
+	if (info->handle && info->handle->fclass == FI_CLASS_PEP)
+		ep->src = iwarp_container_of(info->handle, struct iwarp_pep,
+					     pep_fid.fid)->addr;
 	atomic_fetch_add(&dom->ref, 1);
 	ep->ep_fid.fid.fclass = FI_CLASS_EP;
 	ep->ep_fid.fid.context = context;

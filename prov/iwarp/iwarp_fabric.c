@@ -22,6 +22,8 @@ static int iwarp_fabric_close(struct fid *fid)
 	}
 	pthread_mutex_destroy(&fab->lock);
 	free(fab->name);
+	free(fab->pfds);
+	free(fab->pptr);
 	free(fab);
 	return 0;
 }

@@ -31,7 +31,9 @@ static void iwarp_pep_poll_info(struct iwarp_pollable *p, int *fd,
 
 	*fd = iw_listener_fd(pep->l);
 	*events = POLLIN;
-	*deadline = iw_listener_deadline(pep->l);
+	/* requests still being read sit on sockets we do not poll */
+	*deadline = iw_listener_busy(pep->l) ? 1 :
+					      iw_listener_deadline(pep->l);
 }
 
 void iwarp_connreq_release(struct iwarp_connreq *cr)

@@ -52,17 +52,74 @@ void iwarp_pollable_del(struct iwarp_pollable *p)
  * A marker linked in after the current entry keeps our place: only we
  * unlink it, so it is still in the list whatever the callback removed.
  */
+/*
+ * Marks the pollables worth driving: a socket that is ready (one poll()
+ * with no timeout for all of them), a deadline that passed, or no socket
+ * at all (cheap, and may have work such as a retry). Returns false if
+ * the scratch arrays could not grow: then everything is driven.
+ */
+static bool iwarp_progress_select(struct iwarp_fabric *fab)
+{
+	uint64_t now = iw_now_ms();
+	struct iwarp_list *e;
+	size_t n = 0, i;
+
+	for (e = fab->pollables.next; e != &fab->pollables; e = e->next) {
+		struct iwarp_pollable *p =
+			iwarp_container_of(e, struct iwarp_pollable, link);
+		uint64_t deadline;
+		short events;
+		int fd;
+
+		p->poll_info(p, &fd, &events, &deadline);
+		p->run = fd < 0 || (deadline && deadline <= now);
+		if (fd < 0 || !events)
+			continue;
+		if (n == fab->pcap) {
+			size_t cap = fab->pcap ? fab->pcap * 2 : 16;
+			struct pollfd *f = realloc(fab->pfds,
+						   cap * sizeof(*f));
+			struct iwarp_pollable **q;
+
+			if (!f)
+				return false;
+			fab->pfds = f;
+			q = realloc(fab->pptr, cap * sizeof(*q));
+			if (!q)
+				return false;
+			fab->pptr = q;
+			fab->pcap = cap;
+		}
+		fab->pfds[n] = (struct pollfd){ .fd = fd, .events = events };
+		fab->pptr[n++] = p;
+	}
+	if (n && poll(fab->pfds, n, 0) < 0)
+		return false;
+	for (i = 0; i < n; i++)
+		if (fab->pfds[i].revents)
+			fab->pptr[i]->run = true;
+	return true;
+}
+
 void iwarp_progress(struct iwarp_fabric *fab)
 {
 	struct iwarp_list mark, *cur;
 	struct iwarp_pollable *p;
+	bool all;
 
 	if (fab->in_progress)
 		return;
 	fab->in_progress = true;
+	all = !iwarp_progress_select(fab);
 	cur = fab->pollables.next;
 	while (cur != &fab->pollables) {
 		p = iwarp_container_of(cur, struct iwarp_pollable, link);
+		if (!all && !p->run) {
+			cur = cur->next;
+			continue;
+		}
+		p->run = false;
+		/* a marker keeps our place if p removes itself */
 		mark.prev = cur;
 		mark.next = cur->next;
 		cur->next->prev = &mark;

@@ -696,7 +696,9 @@ static void iwarp_rdm_l_poll_info(struct iwarp_pollable *p, int *fd,
 
 	*fd = iw_listener_fd(ep->l);
 	*events = POLLIN;
-	*deadline = iw_listener_deadline(ep->l);
+	/* requests still being read sit on sockets we do not poll */
+	*deadline = iw_listener_busy(ep->l) ? 1 :
+					     iw_listener_deadline(ep->l);
 }
 
 /* Listens on the endpoint's address; its name is the address peers use. */
