@@ -445,8 +445,9 @@ static uint64_t iwarp_rx_half(uint64_t caps)
 	uint64_t rx = caps & (FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE);
 
 	if (caps & FI_RECV)
-		rx |= caps & (FI_MSG | FI_TAGGED | FI_DIRECTED_RECV |
-			      FI_SOURCE);
+		rx |= caps & (FI_MSG | FI_TAGGED);
+	/* receive-only by nature, whatever else was asked */
+	rx |= caps & (FI_DIRECTED_RECV | FI_SOURCE);
 	if (caps & (FI_REMOTE_READ | FI_REMOTE_WRITE))
 		rx |= caps & FI_RMA;
 	return rx;
