@@ -209,6 +209,7 @@ struct iw_qp {
 	size_t ctrl_len, ctrl_off;
 	bool rtr_pending;
 	bool term_queued;
+	bool tx_dead;		/* the socket refused a send: no more tries */
 	bool fin_sent;
 
 	/* receive: octets read from the socket not yet fed to rx (kept

@@ -396,7 +396,7 @@ static struct iovec *iw_tx_first(struct iw_qp *qp, int *cnt)
 
 int iw_tx_pump(struct iw_qp *qp)
 {
-	while (qp->fd >= 0) {
+	while (qp->fd >= 0 && !qp->tx_dead) {
 		struct msghdr msg = { 0 };
 		ssize_t n;
 
@@ -411,9 +411,17 @@ int iw_tx_pump(struct iw_qp *qp)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				break;
+			/* a peer that terminated reset the connection; its
+			 * Terminate may still wait in our receive queue and
+			 * tells the real reason: read it first */
+			qp->tx_dead = true;
+			qp->tx_left = 0;
+			if (qp->cm == CM_RTS || qp->cm == CM_CLOSING)
+				iw_rx_pump(qp);
+			if (qp->cm == CM_ERROR)
+				return -EPIPE;
 			iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
 				MPA_ECODE_CLOSED, "TCP send failed");
-			qp->tx_left = 0;
 			iw_qp_fatal(qp, &err, NULL, false);
 			return -EPIPE;
 		}

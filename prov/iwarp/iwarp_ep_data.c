@@ -14,6 +14,9 @@
 #include "iwarp/engine.h"
 
 #define IWARP_DELIVERY (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
+/* The fi_inject calls complete silently; an FI_INJECT op flag on other
+ * calls only frees the buffer at once (fi_msg(3)). */
+#define IWARP_INJECT_CALL (1ULL << 62)
 
 static struct iwarp_cntr *iwarp_op_cntr(struct iwarp_ep *ep, uint64_t flags)
 {
@@ -199,7 +202,7 @@ static ssize_t iwarp_tx(struct iwarp_ep *ep, const struct iwarp_tx *t)
 	op->len = len;
 	op->status = IW_WC_SUCCESS;
 	memset(&op->err, 0, sizeof(op->err));
-	op->cq = !(t->flags & FI_INJECT) &&
+	op->cq = !(t->flags & IWARP_INJECT_CALL) &&
 		 (!ep->tx_selective || (t->flags & FI_COMPLETION));
 	ret = iwarp_tx_post(ep, t, op, sgl);
 	if (ret == -EAGAIN) {
@@ -321,7 +324,8 @@ static ssize_t iwarp_inject(struct fid_ep *ep_fid, const void *buf,
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return iwarp_send_common(ep_fid, &iov, 1, NULL, FI_INJECT);
+	return iwarp_send_common(ep_fid, &iov, 1, NULL,
+				 FI_INJECT | IWARP_INJECT_CALL);
 }
 
 static ssize_t iwarp_no_senddata(struct fid_ep *ep, const void *buf,
@@ -439,7 +443,7 @@ static ssize_t iwarp_inject_write(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_rma(ep_fid, IW_WR_WRITE, &iov, 1, addr, key, NULL,
-			 FI_INJECT);
+			 FI_INJECT | IWARP_INJECT_CALL);
 }
 
 static ssize_t iwarp_no_writedata(struct fid_ep *ep, const void *buf,

@@ -331,6 +331,10 @@ static int iwarp_rdm_rndv(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx)
 	return 0;
 }
 
+/* The fi_inject calls complete silently; an FI_INJECT op flag on other
+ * calls only frees the buffer at once (fi_msg(3)). */
+#define IWARP_INJECT_CALL (1ULL << 62)
+
 static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 				     const struct iovec *iov, size_t count,
 				     fi_addr_t dest, uint64_t tag,
@@ -367,8 +371,9 @@ static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 	tx->hdr.len = (uint32_t)tx->len;
 	tx->hdr.tag = tag;
 	tx->hdr.data = data;
-	tx->cq = !(flags & FI_INJECT) &&
+	tx->cq = !(flags & IWARP_INJECT_CALL) &&
 		 (!ep->tx_selective || (flags & FI_COMPLETION));
+	flags &= ~IWARP_INJECT_CALL;
 	iwarp_lock(ep->fab);
 	addr = ep->enabled && ep->av ? iwarp_av_addr(ep->av, dest) : NULL;
 	peer = addr ? iwarp_rdm_peer_get(ep, addr) : NULL;
@@ -468,7 +473,7 @@ static ssize_t iwarp_rdm_inject(struct fid_ep *e, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, 0, 0, NULL,
-				     FI_INJECT, false);
+				     FI_INJECT | IWARP_INJECT_CALL, false);
 }
 
 static ssize_t iwarp_rdm_senddata(struct fid_ep *e, const void *buf,
@@ -488,7 +493,8 @@ static ssize_t iwarp_rdm_injectdata(struct fid_ep *e, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, 0, data, NULL,
-				     FI_INJECT | FI_REMOTE_CQ_DATA, false);
+				     FI_INJECT | IWARP_INJECT_CALL |
+					     FI_REMOTE_CQ_DATA, false);
 }
 
 static struct fi_ops_msg iwarp_rdm_msg_ops = {
@@ -564,7 +570,7 @@ static ssize_t iwarp_rdm_tinject(struct fid_ep *e, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, tag, 0, NULL,
-				     FI_INJECT, true);
+				     FI_INJECT | IWARP_INJECT_CALL, true);
 }
 
 static ssize_t iwarp_rdm_tsenddata(struct fid_ep *e, const void *buf,
@@ -585,7 +591,8 @@ static ssize_t iwarp_rdm_tinjectdata(struct fid_ep *e, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, tag, data, NULL,
-				     FI_INJECT | FI_REMOTE_CQ_DATA, true);
+				     FI_INJECT | IWARP_INJECT_CALL |
+					     FI_REMOTE_CQ_DATA, true);
 }
 
 static struct fi_ops_tagged iwarp_rdm_tagged_ops = {
@@ -690,10 +697,65 @@ static int iwarp_rdm_no_getpeer(struct fid_ep *ep, void *addr,
 	return -FI_ENOSYS;
 }
 
+static int iwarp_rdm_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct iwarp_rdm_ep *ep = iwarp_rdm_ep_of(fid);
+
+	if (ep->enabled)
+		return -FI_EBUSY;	/* the listener has its address */
+	if (!addr || addrlen > sizeof(ep->name) ||
+	    addrlen < sizeof(struct sockaddr_in))
+		return -FI_EINVAL;
+	memcpy(&ep->name, addr, addrlen);
+	return 0;
+}
+
+static int iwarp_rdm_no_connect(struct fid_ep *ep, const void *addr,
+				const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_rdm_no_listen(struct fid_pep *pep)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_rdm_no_accept(struct fid_ep *ep, const void *param,
+			       size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int iwarp_rdm_no_reject(struct fid_pep *pep, fid_t handle,
+			       const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+/* Connectionless to the user: connections come and go per peer. */
+static int iwarp_rdm_shutdown_op(struct fid_ep *ep, uint64_t flags)
+{
+	return 0;
+}
+
+static int iwarp_rdm_no_join(struct fid_ep *ep, const void *addr,
+			     uint64_t flags, struct fid_mc **mc, void *context)
+{
+	return -FI_ENOSYS;
+}
+
 static struct fi_ops_cm iwarp_rdm_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
+	.setname = iwarp_rdm_setname,
 	.getname = iwarp_rdm_getname,
 	.getpeer = iwarp_rdm_no_getpeer,
+	.connect = iwarp_rdm_no_connect,
+	.listen = iwarp_rdm_no_listen,
+	.accept = iwarp_rdm_no_accept,
+	.reject = iwarp_rdm_no_reject,
+	.shutdown = iwarp_rdm_shutdown_op,
+	.join = iwarp_rdm_no_join,
 };
 
 static void iwarp_rdm_free_queues(struct iwarp_rdm_ep *ep)
