@@ -42,10 +42,11 @@
 
 /* RDM: tagged and untagged messages, matched by source if asked */
 #define IWARP_RDM_CAPS	(FI_MSG | FI_TAGGED | IWARP_MSG_DIR | \
-			 FI_DIRECTED_RECV | FI_SOURCE | IWARP_COMM_CAPS)
+			 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV | \
+			 IWARP_COMM_CAPS)
 #define IWARP_RDM_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND)
 #define IWARP_RDM_RX_CAPS (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | \
-			   FI_SOURCE)
+			   FI_SOURCE | FI_MULTI_RECV)
 #define IWARP_RDM_IOV_LIMIT 4
 #define IWARP_RDM_CQ_DATA 8
 /* Open MPI keeps communicator bits in the top of the tag */
@@ -327,7 +328,8 @@ static bool iwarp_rx_hints_ok(const struct fi_rx_attr *h,
 {
 	return iwarp_bits_ok("rx caps", h->caps & ~IWARP_RX_IGNORED,
 			     ours->caps, FI_TYPE_CAPS) &&
-	       iwarp_bits_ok("rx op_flags", h->op_flags, IWARP_RX_OP_FLAGS,
+	       iwarp_bits_ok("rx op_flags", h->op_flags, IWARP_RX_OP_FLAGS |
+			     (ours->caps & FI_MULTI_RECV),
 			     FI_TYPE_OP_FLAGS) &&
 	       iwarp_bits_ok("rx msg_order", h->msg_order, ours->msg_order,
 			     FI_TYPE_MSG_ORDER) &&
@@ -447,7 +449,7 @@ static uint64_t iwarp_rx_half(uint64_t caps)
 	if (caps & FI_RECV)
 		rx |= caps & (FI_MSG | FI_TAGGED);
 	/* receive-only by nature, whatever else was asked */
-	rx |= caps & (FI_DIRECTED_RECV | FI_SOURCE);
+	rx |= caps & (FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV);
 	if (caps & (FI_REMOTE_READ | FI_REMOTE_WRITE))
 		rx |= caps & FI_RMA;
 	return rx;

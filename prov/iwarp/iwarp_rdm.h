@@ -137,6 +137,9 @@ struct iwarp_rdm_rx {
 	size_t count;
 	size_t len;
 	bool cq;
+	bool multi;			/* FI_MULTI_RECV buffer, still posted */
+	size_t used;			/* multi: octets handed out */
+	bool last;			/* a piece that retired its buffer */
 	/* the message it matched */
 	struct iwarp_rdm_hdr hdr;
 	fi_addr_t from;
@@ -176,6 +179,7 @@ struct iwarp_rdm_ep {
 	bool enabled;
 	bool closing;
 	bool directed;			/* FI_DIRECTED_RECV asked for */
+	size_t min_multi_recv;		/* FI_OPT_MIN_MULTI_RECV */
 	struct iw_listener *l;
 	struct iwarp_pollable lpoll;
 	union iwarp_sockaddr name;

@@ -55,16 +55,25 @@ void iwarp_rdm_rx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
 	uint64_t flags = rx->flags;
 	size_t len = msglen < rx->len ? msglen : rx->len;
 
+	void *buf = NULL;
+
 	if (rx->hdr.flags & IWARP_RDM_F_DATA)
 		flags |= FI_REMOTE_CQ_DATA;
+	/* a multi-receive piece: where it landed; FI_MULTI_RECV when the
+	 * buffer went back to the application (fi_msg(3)) */
+	if (rx->flags & FI_MULTI_RECV) {
+		flags &= ~FI_MULTI_RECV;
+		flags |= rx->last ? FI_MULTI_RECV : 0;
+		buf = rx->count ? rx->iov[0].iov_base : NULL;
+	}
 	if (!err && msglen > rx->len)
 		err = FI_ETRUNC;
 	if (err)
-		iwarp_cq_write_err(ep->rx_cq, rx->context, flags, len, NULL,
+		iwarp_cq_write_err(ep->rx_cq, rx->context, flags, len, buf,
 				   rx->hdr.data, rx->hdr.tag, err, 0, NULL, 0,
 				   msglen > len ? msglen - len : 0);
 	else if (rx->cq)
-		iwarp_cq_write(ep->rx_cq, rx->context, flags, len, NULL,
+		iwarp_cq_write(ep->rx_cq, rx->context, flags, len, buf,
 			       rx->hdr.data, rx->hdr.tag, rx->from);
 	if (ep->cntr_recv)
 		(err ? iwarp_cntr_inc_err : iwarp_cntr_inc)(ep->cntr_recv);
@@ -83,6 +92,38 @@ static bool iwarp_rdm_matches(const struct iwarp_rdm_rx *rx,
 	return rx->src == FI_ADDR_UNSPEC || rx->src == from;
 }
 
+/*
+ * A piece of a multi-receive buffer for one message of `len` octets: the
+ * buffer stays posted until less than min_multi_recv is left; the piece
+ * that retires it completes with FI_MULTI_RECV.
+ */
+static struct iwarp_rdm_rx *iwarp_rdm_multi_piece(struct iwarp_rdm_ep *ep,
+						  struct iwarp_rdm_rx *mrx,
+						  size_t len)
+{
+	struct iwarp_rdm_rx *rx = calloc(1, sizeof(*rx));
+	size_t left = mrx->len - mrx->used;
+
+	if (!rx)
+		return NULL;
+	rx->context = mrx->context;
+	rx->flags = mrx->flags;
+	rx->src = mrx->src;
+	rx->cq = mrx->cq;
+	rx->count = 1;
+	rx->iov[0].iov_base = (uint8_t *)mrx->iov[0].iov_base + mrx->used;
+	rx->iov[0].iov_len = len < left ? len : left;
+	rx->len = rx->iov[0].iov_len;
+	mrx->used += rx->len;
+	if (mrx->len - mrx->used < ep->min_multi_recv ||
+	    mrx->used == mrx->len) {
+		rx->last = true;
+		iwarp_list_del(&mrx->link);
+		free(mrx);
+	}
+	return rx;
+}
+
 struct iwarp_rdm_rx *iwarp_rdm_match_posted(struct iwarp_rdm_ep *ep,
 					    const struct iwarp_rdm_hdr *h,
 					    fi_addr_t from)
@@ -95,10 +136,12 @@ struct iwarp_rdm_rx *iwarp_rdm_match_posted(struct iwarp_rdm_ep *ep,
 		struct iwarp_rdm_rx *rx =
 			iwarp_container_of(e, struct iwarp_rdm_rx, link);
 
-		if (iwarp_rdm_matches(rx, h, from)) {
-			iwarp_list_del(&rx->link);
-			return rx;
-		}
+		if (!iwarp_rdm_matches(rx, h, from))
+			continue;
+		if (rx->multi)
+			return iwarp_rdm_multi_piece(ep, rx, h->len);
+		iwarp_list_del(&rx->link);
+		return rx;
 	}
 	return NULL;
 }
@@ -280,6 +323,14 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 		rx->len += iov[i].iov_len;
 	}
 	rx->cq = !ep->rx_selective || (flags & FI_COMPLETION);
+	if (flags & FI_MULTI_RECV) {
+		if (tagged || count != 1 || (flags & (FI_PEEK | FI_CLAIM))) {
+			free(rx);
+			return -FI_EINVAL;
+		}
+		rx->multi = true;
+		rx->flags |= FI_MULTI_RECV;
+	}
 	iwarp_lock(ep->fab);
 	if (!ep->enabled) {
 		iwarp_unlock(ep->fab);
@@ -289,6 +340,24 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 	if (flags & FI_PEEK) {
 		iwarp_progress(ep->fab);
 		iwarp_rdm_peek(ep, rx, flags);
+	} else if (rx->multi) {
+		/* takes every waiting message it can hold, then stays */
+		while ((ux = iwarp_rdm_match_unexp(ep, rx, NULL))) {
+			bool gone = false;
+			struct iwarp_rdm_rx *piece;
+
+			piece = iwarp_rdm_multi_piece(ep, rx, ux->hdr.len);
+			if (!piece)
+				break;
+			gone = piece->last;
+			iwarp_rdm_take_unexp(ep, ux, piece, false);
+			if (gone) {
+				rx = NULL;
+				break;
+			}
+		}
+		if (rx)
+			iwarp_list_add_tail(&ep->posted_msg, &rx->link);
 	} else if ((ux = iwarp_rdm_match_unexp(ep, rx, (flags & FI_CLAIM) ?
 						       context : NULL))) {
 		iwarp_rdm_take_unexp(ep, ux, rx, flags & FI_DISCARD);
@@ -649,18 +718,24 @@ static int iwarp_rdm_getopt(fid_t fid, int level, int optname,
 	if (optname == FI_OPT_MIN_MULTI_RECV) {
 		if (*optlen < sizeof(size_t))
 			return -FI_ETOOSMALL;
-		*(size_t *)optval = 0;
+		*(size_t *)optval = ep->min_multi_recv;
 		*optlen = sizeof(size_t);
 		return 0;
 	}
-	(void)ep;
 	return -FI_ENOPROTOOPT;
 }
 
 static int iwarp_rdm_setopt(fid_t fid, int level, int optname,
 			    const void *optval, size_t optlen)
 {
-	return -FI_ENOPROTOOPT;
+	struct iwarp_rdm_ep *ep = iwarp_rdm_ep_of(fid);
+
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	if (optlen != sizeof(size_t) || !optval)
+		return -FI_EINVAL;
+	ep->min_multi_recv = *(const size_t *)optval;
+	return 0;
 }
 
 static ssize_t iwarp_rdm_size_left(struct fid_ep *ep)
@@ -926,6 +1001,7 @@ int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
 	iwarp_list_init(&ep->unexp_msg);
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+	ep->min_multi_recv = 64;	/* fi_endpoint(3): provider's choice */
 	ep->directed = (info->caps & FI_DIRECTED_RECV) ||
 		       (info->rx_attr && (info->rx_attr->caps & FI_DIRECTED_RECV));
 	atomic_fetch_add(&dom->ref, 1);
