@@ -216,6 +216,7 @@ struct iw_qp {
 	 * across calls so a stalled stream loses nothing) */
 	uint8_t stage[16384];
 	size_t stage_off, stage_len;
+	bool rx_big;		/* the last read went straight to a payload */
 	struct iw_rx rx;
 	uint32_t rx_msn[3];	/* expected MSN per untagged queue */
 	bool rx_eof;

@@ -15,6 +15,7 @@
 
 #define RXBUF_LEN 16384
 #define RX_DIRECT_MIN 2048	/* payload reads this big skip staging */
+#define RX_HDR_READ 128		/* stage read after a large payload */
 
 static int iw_fail_t(struct iw_err *err, uint8_t ecode, const char *why)
 {
@@ -580,8 +581,12 @@ int iw_rx_pump(struct iw_qp *qp)
 			break;
 		}
 		direct = qp->rx.state == IW_RX_PAYLOAD && len >= RX_DIRECT_MIN;
+		/* after a large segment the next is likely large too: read
+		 * only its header through the stage, the payload in place */
 		n = recv(qp->fd, direct ? buf : qp->stage,
-			 direct ? len : sizeof(qp->stage), MSG_DONTWAIT);
+			 direct ? len : qp->rx_big ? RX_HDR_READ :
+						     sizeof(qp->stage),
+			 MSG_DONTWAIT);
 		if (n < 0) {
 			struct iw_err err;
 
@@ -599,6 +604,7 @@ int iw_rx_pump(struct iw_qp *qp)
 			break;
 		}
 		budget -= (size_t)n < budget ? (size_t)n : budget;
+		qp->rx_big = direct;
 		if (direct) {
 			if (iw_rx_advance(&qp->rx, (size_t)n))
 				iw_rx_failed(qp);
