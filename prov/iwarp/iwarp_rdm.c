@@ -445,11 +445,11 @@ static void iwarp_rdm_recv_done(struct iwarp_rdm_peer *peer,
 	peer->credits += in->hdr.credits;
 	switch (in->hdr.op) {
 	case IWARP_RDM_EAGER:
+		iwarp_rdm_owe(peer);	/* matched or stored: either way */
 		if (in->rx) {
 			in->rx->hdr = in->hdr;
 			in->rx->from = iwarp_rdm_from(peer);
 			iwarp_rdm_rx_done(ep, in->rx, in->hdr.len, 0);
-			iwarp_rdm_owe(peer);
 		} else {
 			iwarp_rdm_unexp_arrived(ep, in->ux);
 		}
@@ -461,8 +461,10 @@ static void iwarp_rdm_recv_done(struct iwarp_rdm_peer *peer,
 			rx->hdr = in->hdr;
 			rx->peer = peer;
 			rx->from = iwarp_rdm_from(peer);
+			rx->owes = true;	/* given back when the Read ends */
 			iwarp_rdm_start_read(ep, rx);
 		} else {
+			iwarp_rdm_owe(peer);	/* stored: sender may go on */
 			struct iwarp_rdm_unexp *ux = calloc(1, sizeof(*ux));
 
 			if (!ux)
@@ -504,7 +506,8 @@ static void iwarp_rdm_complete(void *arg, struct iw_qp *qp,
 
 		iwarp_rdm_send_ctrl(rx->peer, IWARP_RDM_FIN, rx->hdr.msg_id,
 				    ok ? 0 : IWARP_RDM_F_ERROR);
-		iwarp_rdm_owe(rx->peer);
+		if (rx->owes)
+			iwarp_rdm_owe(rx->peer);
 		iwarp_rdm_rx_done(ep, rx, rx->hdr.len, ok ? 0 : FI_EIO);
 		break;
 	}

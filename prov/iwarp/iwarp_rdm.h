@@ -15,8 +15,10 @@
  * registered under stag/addr; the receiver RDMA-Reads it straight into
  * the matched buffer and answers FIN, which completes the sender.
  * CREDIT returns eager credits explicitly when none travel piggybacked.
- * Credits bound what a peer may have outstanding in EAGER and RTS
- * messages, so unexpected messages cannot exhaust our memory.
+ * Credits bound what a peer may have in flight in EAGER and RTS messages;
+ * a credit comes back once its message is matched or stored as
+ * unexpected (MPI must be able to receive in any order, so stored
+ * messages cannot hold credits).
  *
  * Connection private data (both directions), 32 octets:
  *	0 magic "IWRD"  4 version(8) 5 family(8) 6 port(16)  8 addr[16]
@@ -140,6 +142,7 @@ struct iwarp_rdm_rx {
 	bool multi;			/* FI_MULTI_RECV buffer, still posted */
 	size_t used;			/* multi: octets handed out */
 	bool last;			/* a piece that retired its buffer */
+	bool owes;			/* its credit goes back when done */
 	/* the message it matched */
 	struct iwarp_rdm_hdr hdr;
 	fi_addr_t from;

@@ -207,7 +207,8 @@ void iwarp_rdm_start_read(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx)
 	if (!rx->peer->qp || iw_qp_post_send(rx->peer->qp, &wr)) {
 		iwarp_rdm_send_ctrl(rx->peer, IWARP_RDM_FIN, rx->hdr.msg_id,
 				    IWARP_RDM_F_ERROR);
-		iwarp_rdm_owe(rx->peer);
+		if (rx->owes)
+			iwarp_rdm_owe(rx->peer);
 		iwarp_rdm_rx_done(ep, rx, rx->hdr.len, FI_EIO);
 	}
 }
@@ -235,7 +236,6 @@ static void iwarp_rdm_take_unexp(struct iwarp_rdm_ep *ep,
 	if (!discard)
 		iwarp_rdm_copy_out(rx, ux->buf,
 				   ux->hdr.len < rx->len ? ux->hdr.len : rx->len);
-	iwarp_rdm_owe(ux->peer);
 	iwarp_rdm_rx_done(ep, rx, discard ? 0 : ux->hdr.len, 0);
 	if (!ux->arrived) {	/* discarded mid-way: drop it on arrival */
 		ux->waiter = NULL;
@@ -256,7 +256,6 @@ void iwarp_rdm_unexp_arrived(struct iwarp_rdm_ep *ep,
 	if (rx) {
 		iwarp_rdm_copy_out(rx, ux->buf,
 				   ux->hdr.len < rx->len ? ux->hdr.len : rx->len);
-		iwarp_rdm_owe(ux->peer);
 		iwarp_rdm_rx_done(ep, rx, ux->hdr.len, 0);
 	} else if (!(ux->claimed && ux->claim_ctx == ux)) {
 		return;		/* stays in the unexpected queue */

@@ -3,7 +3,8 @@
  * OSU-style MPI latency: blocking ping-pong between ranks 0 and 1 after a
  * warm-up, 0 B to 64 MiB (or to the size given as the first argument),
  * every message's length and contents checked. Prints one line per size
- * (half round-trip time) and exits non-zero on any corruption.
+ * (half round-trip time, not counting the time spent filling and checking
+ * buffers) and exits non-zero on any corruption.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -30,15 +31,15 @@ static int check(const unsigned char *b, int n, int seed)
 	return 0;
 }
 
-/* Receives n bytes and checks the length and the pattern of seed. */
-static int recv_check(unsigned char *buf, int n, int src, int tag, int seed)
+static double proc;	/* seconds spent filling and checking, timed */
+
+/* Checks the length and the pattern of seed of a received message. */
+static int check_msg(const unsigned char *buf, int n, MPI_Status *st,
+		     int seed)
 {
-	MPI_Status st;
 	int count = -1;
 
-	memset(buf, 0x5a, n);
-	MPI_Recv(buf, n, MPI_BYTE, src, tag, MPI_COMM_WORLD, &st);
-	MPI_Get_count(&st, MPI_BYTE, &count);
+	MPI_Get_count(st, MPI_BYTE, &count);
 	if (count != n) {
 		fprintf(stderr, "size %d: received %d bytes\n", n, count);
 		return 1;
@@ -50,45 +51,70 @@ static int recv_check(unsigned char *buf, int n, int src, int tag, int seed)
 	return 0;
 }
 
-static double pingpong(int rank, unsigned char *buf, int n, int warm,
-		       int iters, int *bad)
+/*
+ * Half the round-trip time, less the time both ranks spent poisoning,
+ * filling and checking buffers: each rank does that only between its
+ * receive and its send, so it all lies on the one serial path.
+ */
+static double pingpong(int rank, unsigned char *sbuf, unsigned char *rbuf,
+		       int n, int warm, int iters, int *bad)
 {
-	double t0 = 0;
+	double t0 = 0, t, total, peer = 0;
+	MPI_Status st;
 	int i;
 
+	memset(rbuf, 0x5a, n);
 	for (i = -warm; i < iters; i++) {
 		if (i == 0) {
 			MPI_Barrier(MPI_COMM_WORLD);
 			t0 = MPI_Wtime();
+			proc = 0;
 		}
 		if (rank == 0) {
-			fill(buf, n, i + 10);
-			MPI_Send(buf, n, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
-			*bad += recv_check(buf, n, 1, 2, i + 11);
+			t = MPI_Wtime();
+			memset(rbuf, 0x5a, n);
+			fill(sbuf, n, i + 10);
+			proc += MPI_Wtime() - t;
+			MPI_Send(sbuf, n, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+			MPI_Recv(rbuf, n, MPI_BYTE, 1, 2, MPI_COMM_WORLD, &st);
+			t = MPI_Wtime();
+			*bad += check_msg(rbuf, n, &st, i + 11);
+			proc += MPI_Wtime() - t;
 		} else {
-			*bad += recv_check(buf, n, 0, 1, i + 10);
-			fill(buf, n, i + 11);
-			MPI_Send(buf, n, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
+			MPI_Recv(rbuf, n, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &st);
+			t = MPI_Wtime();
+			*bad += check_msg(rbuf, n, &st, i + 10);
+			memset(rbuf, 0x5a, n);
+			fill(sbuf, n, i + 11);
+			proc += MPI_Wtime() - t;
+			MPI_Send(sbuf, n, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
 		}
 	}
-	return (MPI_Wtime() - t0) / iters / 2 * 1e6;
+	total = MPI_Wtime() - t0;
+	if (rank == 1)
+		MPI_Send(&proc, 1, MPI_DOUBLE, 0, 3, MPI_COMM_WORLD);
+	else
+		MPI_Recv(&peer, 1, MPI_DOUBLE, 1, 3, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+	return (total - proc - peer) / iters / 2 * 1e6;
 }
 
 int main(int argc, char **argv)
 {
 	int rank, nranks, n, bad = 0, all = 0;
 	long max = argc > 1 ? atol(argv[1]) : MAX_SIZE;
-	unsigned char *buf;
+	unsigned char *sbuf, *rbuf;
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 	if (max < 0 || max > MAX_SIZE)
 		max = MAX_SIZE;
-	buf = malloc(max ? max : 1);
-	if (!buf || nranks < 2) {
+	sbuf = malloc(max ? max : 1);
+	rbuf = malloc(max ? max : 1);
+	if (!sbuf || !rbuf || nranks < 2) {
 		fprintf(stderr, "rank %d: %s\n", rank,
-			buf ? "needs 2 ranks" : "out of memory");
+			nranks < 2 ? "needs 2 ranks" : "out of memory");
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
 	if (rank == 0)
@@ -100,7 +126,8 @@ int main(int argc, char **argv)
 		double us = 0;
 
 		if (rank < 2)
-			us = pingpong(rank, buf, n, warm, iters, &bad);
+			us = pingpong(rank, sbuf, rbuf, n, warm, iters,
+				      &bad);
 		else
 			MPI_Barrier(MPI_COMM_WORLD);
 		if (rank == 0) {
@@ -115,6 +142,7 @@ int main(int argc, char **argv)
 			printf("# mpi_pingpong: OK\n");
 	}
 	MPI_Finalize();
-	free(buf);
+	free(rbuf);
+	free(sbuf);
 	return all != 0;
 }
