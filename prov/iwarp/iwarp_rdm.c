@@ -273,14 +273,19 @@ static int iwarp_rdm_post(struct iwarp_rdm_peer *peer,
 			sge[wr.num_sge].addr = tx->iov[i].iov_base;
 			sge[wr.num_sge++].len = (uint32_t)tx->iov[i].iov_len;
 		}
+	/* an RTS waits for its FIN: track it before the post, which may
+	 * complete (and for other ops free) tx before it returns */
+	if (tx->hdr.op == IWARP_RDM_RTS)
+		iwarp_list_add_tail(&peer->inflight, &tx->link);
 	ret = iw_qp_post_send(peer->qp, &wr);
-	if (ret)
+	if (ret) {
+		if (tx->hdr.op == IWARP_RDM_RTS)
+			iwarp_list_del(&tx->link);
 		return ret;
+	}
 	peer->owed = 0;
 	if (counted)
 		peer->credits--;
-	if (tx->hdr.op == IWARP_RDM_RTS)
-		iwarp_list_add_tail(&peer->inflight, &tx->link);
 	return 0;
 }
 

@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * FI_EP_RDM behaviour that MPI runs do not isolate, through the public
+ * libfabric API with endpoints in one process (each with its own
+ * listening socket, so the traffic crosses real loopback TCP):
+ * - a send to an address where nobody listens fails, after bounded
+ *   retries, with an error completion carrying the caller's context;
+ * - sends to our own address are delivered;
+ * - a message from a peer not in our AV reports FI_ADDR_NOTAVAIL as its
+ *   source, and the peer's fi_addr once it is inserted;
+ * - a peer that restarts on the same address (new instance) replaces its
+ *   old connection and traffic goes on;
+ * - truncation, FI_PEEK miss (FI_ENOMSG) and cancel (FI_ECANCELED) keep
+ *   the caller's context.
+ *
+ * Needs FI_PROVIDER_PATH pointing at the directory of libiwarp-fi.so.
+ */
+#include <arpa/inet.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "tap.h"
+
+#define PORT_DEAD 23998		/* nothing listens here */
+#define PORT_RESTART 23997	/* the endpoint that restarts */
+
+static struct fi_info *info;
+static struct fid_fabric *fabric;
+static struct fid_domain *domain;
+
+struct rep {
+	struct fid_ep *ep;
+	struct fid_cq *cq;
+	struct fid_av *av;
+	struct sockaddr_in name;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int rep_open(struct rep *r, int port)
+{
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_info *fi = fi_dupinfo(info);
+	size_t len = sizeof(r->name);
+	int ret;
+
+	if (!fi)
+		return -FI_ENOMEM;
+	if (port) {	/* a fixed address, to restart on it */
+		struct sockaddr_in *sin = fi->src_addr;
+
+		sin->sin_port = htons(port);
+	}
+	ret = fi_endpoint(domain, fi, &r->ep, NULL);
+	if (!ret)
+		ret = fi_cq_open(domain, &cq_attr, &r->cq, NULL);
+	if (!ret)
+		ret = fi_av_open(domain, &av_attr, &r->av, NULL);
+	if (!ret)
+		ret = fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!ret)
+		ret = fi_ep_bind(r->ep, &r->av->fid, 0);
+	if (!ret)
+		ret = fi_enable(r->ep);
+	if (!ret)
+		ret = fi_getname(&r->ep->fid, &r->name, &len);
+	fi_freeinfo(fi);
+	return ret;
+}
+
+static void rep_close(struct rep *r)
+{
+	if (r->ep)
+		fi_close(&r->ep->fid);
+	if (r->av)
+		fi_close(&r->av->fid);
+	if (r->cq)
+		fi_close(&r->cq->fid);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Reads one entry (or one error) from r's CQ, driving others too. */
+static int reap(struct rep *r, struct rep *other, double secs,
+		struct fi_cq_tagged_entry *e, fi_addr_t *src,
+		struct fi_cq_err_entry *err)
+{
+	double end = now() + secs;
+
+	while (now() < end) {
+		ssize_t n = fi_cq_readfrom(r->cq, e, 1, src);
+
+		if (n == 1)
+			return 1;
+		if (n == -FI_EAVAIL) {
+			memset(err, 0, sizeof(*err));
+			fi_cq_readerr(r->cq, err, 0);
+			return -1;
+		}
+		if (other)
+			fi_cq_read(other->cq, NULL, 0);
+	}
+	return 0;
+}
+
+static void test_unreachable(void)
+{
+	struct sockaddr_in dead = { .sin_family = AF_INET,
+				    .sin_port = htons(PORT_DEAD) };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct rep a = { 0 };
+	fi_addr_t fa, src;
+	int ctx, got;
+	double t0;
+	char buf[8] = "x";
+
+	dead.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (!tap_ok(!rep_open(&a, 0), "unreachable: endpoint opens"))
+		return;
+	tap_ok(fi_av_insert(a.av, &dead, 1, &fa, 0, NULL) == 1,
+	       "unreachable: address inserted");
+	tap_ok(!fi_tsend(a.ep, buf, sizeof(buf), NULL, fa, 7, &ctx),
+	       "unreachable: fi_tsend queues");
+	t0 = now();
+	got = reap(&a, NULL, 20, &e, &src, &err);
+	tap_ok(got < 0 && err.op_context == &ctx && err.err == FI_EHOSTUNREACH,
+	       "unreachable: error completion FI_EHOSTUNREACH with the "
+	       "caller's context after %.1f s", now() - t0);
+	tap_ok(now() - t0 < 15, "unreachable: retries are bounded in time");
+	rep_close(&a);
+}
+
+static void test_self(void)
+{
+	struct fi_cq_tagged_entry e[2];
+	struct fi_cq_err_entry err;
+	struct rep a = { 0 };
+	char out[100], in[100];
+	fi_addr_t self, src = 0;
+	int sctx, rctx, i, seen = 0;
+
+	if (!tap_ok(!rep_open(&a, 0), "self: endpoint opens"))
+		return;
+	tap_ok(fi_av_insert(a.av, &a.name, 1, &self, 0, NULL) == 1,
+	       "self: own address inserted");
+	memset(out, 0x5a, sizeof(out));
+	fi_trecv(a.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 3, 0, &rctx);
+	fi_tsend(a.ep, out, sizeof(out), NULL, self, 3, &sctx);
+	for (i = 0; i < 2; i++)
+		if (reap(&a, NULL, 5, &e[i], &src, &err) == 1)
+			seen |= e[i].op_context == &rctx ? 1 :
+				e[i].op_context == &sctx ? 2 : 0;
+	tap_ok(seen == 3 && !memcmp(in, out, sizeof(in)),
+	       "self: a send to our own address is received intact");
+	rep_close(&a);
+}
+
+static void test_source(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct rep a = { 0 }, b = { 0 };
+	fi_addr_t b_at_a, a_at_b, src = 0;
+	char buf[16] = "hello", in[16];
+	int ctx;
+
+	if (!tap_ok(!rep_open(&a, 0) && !rep_open(&b, 0),
+		    "source: two endpoints open"))
+		goto out;
+	fi_av_insert(a.av, &b.name, 1, &b_at_a, 0, NULL);
+	/* b does not know a yet */
+	fi_trecv(b.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 1, 0, &ctx);
+	fi_tsend(a.ep, buf, sizeof(buf), NULL, b_at_a, 1, NULL);
+	tap_ok(reap(&b, &a, 5, &e, &src, &err) == 1 &&
+	       src == FI_ADDR_NOTAVAIL,
+	       "source: a peer not in the AV is FI_ADDR_NOTAVAIL");
+	fi_av_insert(b.av, &a.name, 1, &a_at_b, 0, NULL);
+	fi_trecv(b.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 1, 0, &ctx);
+	fi_tsend(a.ep, buf, sizeof(buf), NULL, b_at_a, 1, NULL);
+	src = FI_ADDR_NOTAVAIL;
+	tap_ok(reap(&b, &a, 5, &e, &src, &err) == 1 && src == a_at_b,
+	       "source: once inserted, the peer's fi_addr (%llu)",
+	       (unsigned long long)a_at_b);
+out:
+	rep_close(&a);
+	rep_close(&b);
+}
+
+/*
+ * b restarts on the same address with a new instance and speaks first:
+ * a must let the new connection replace the old one, then both ways work.
+ */
+static void test_restart(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct rep a = { 0 }, b = { 0 };
+	fi_addr_t b_at_a, a_at_b, src;
+	char buf[32], in[32];
+	int round, ctx, ok = 1, got;
+
+	if (!tap_ok(!rep_open(&a, 0), "restart: endpoint a opens"))
+		return;
+	for (round = 0; round < 2 && ok; round++) {
+		if (rep_open(&b, PORT_RESTART)) {
+			ok = 0;
+			break;
+		}
+		if (!round)
+			fi_av_insert(a.av, &b.name, 1, &b_at_a, 0, NULL);
+		fi_av_insert(b.av, &a.name, 1, &a_at_b, 0, NULL);
+		snprintf(buf, sizeof(buf), "b%d says hi", round);
+		fi_trecv(a.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 8, 0,
+			 &ctx);
+		fi_tsend(b.ep, buf, sizeof(buf), NULL, a_at_b, 8, NULL);
+		got = reap(&a, &b, 10, &e, &src, &err);
+		ok = got == 1 && !strcmp(in, buf) && src == b_at_a;
+		if (!ok) {
+			tap_diag("round %d: b->a: got %d err %d src %llu '%s'",
+				 round, got, got < 0 ? err.err : 0,
+				 (unsigned long long)src, in);
+			break;
+		}
+		snprintf(buf, sizeof(buf), "round %d", round);
+		fi_trecv(b.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 9, 0,
+			 &ctx);
+		/* the first send after a restart may fail on the old
+		 * connection; the next one must reach the new instance */
+		fi_tsend(a.ep, buf, sizeof(buf), NULL, b_at_a, 9, NULL);
+		if (reap(&b, &a, 3, &e, &src, &err) != 1) {
+			fi_tsend(a.ep, buf, sizeof(buf), NULL, b_at_a, 9,
+				 NULL);
+			ok = reap(&b, &a, 10, &e, &src, &err) == 1;
+		}
+		ok = ok && !strcmp(in, buf);
+		/* a's send completions (or the error of a send lost with
+		 * the old connection) are not the next round's receive */
+		while (reap(&a, &b, 0.2, &e, &src, &err))
+			;
+		rep_close(&b);
+	}
+	tap_ok(ok, "restart: a peer restarted on its address (new instance) "
+	       "reconnects; traffic flows both ways");
+	rep_close(&a);
+}
+
+static void test_errors_keep_context(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct rep a = { 0 }, b = { 0 };
+	struct fi_msg_tagged peek = { 0 };
+	fi_addr_t b_at_a, src;
+	char big[64] = "0123456789abcdef", small[4];
+	int c1, c2, c3, got;
+
+	if (!tap_ok(!rep_open(&a, 0) && !rep_open(&b, 0),
+		    "errors: two endpoints open"))
+		goto out;
+	fi_av_insert(a.av, &b.name, 1, &b_at_a, 0, NULL);
+	fi_trecv(b.ep, small, sizeof(small), NULL, FI_ADDR_UNSPEC, 5, 0, &c1);
+	fi_tsend(a.ep, big, sizeof(big), NULL, b_at_a, 5, NULL);
+	got = reap(&b, &a, 5, &e, &src, &err);
+	tap_ok(got < 0 && err.err == FI_ETRUNC && err.op_context == &c1 &&
+	       err.olen == sizeof(big) - sizeof(small) &&
+	       !memcmp(small, big, sizeof(small)),
+	       "errors: truncation -> FI_ETRUNC, context, olen %zu",
+	       err.olen);
+	peek.tag = 77;
+	peek.context = &c2;
+	peek.addr = FI_ADDR_UNSPEC;
+	fi_trecvmsg(b.ep, &peek, FI_PEEK);
+	tap_ok(reap(&b, &a, 5, &e, &src, &err) < 0 &&
+	       err.err == FI_ENOMSG && err.op_context == &c2,
+	       "errors: FI_PEEK that finds nothing -> FI_ENOMSG, context");
+	fi_trecv(b.ep, small, sizeof(small), NULL, FI_ADDR_UNSPEC, 88, 0,
+		 &c3);
+	tap_ok(fi_cancel(&b.ep->fid, &c3) == 0 &&
+	       reap(&b, &a, 5, &e, &src, &err) < 0 &&
+	       err.err == FI_ECANCELED && err.op_context == &c3,
+	       "errors: cancel -> FI_ECANCELED, context");
+out:
+	rep_close(&a);
+	rep_close(&b);
+}
+
+int main(void)
+{
+	struct fi_info *hints = fi_allocinfo();
+	int ret;
+
+	setenv("FI_IWARP_IFACE", "lo", 1);
+	hints->fabric_attr->prov_name = strdup("iwarp");
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_TAGGED | FI_SOURCE;
+	hints->addr_format = FI_SOCKADDR_IN;
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	if (!tap_ok(!ret, "fi_getinfo FI_EP_RDM (%d)", ret))
+		return tap_done();
+	ret = fi_fabric(info->fabric_attr, &fabric, NULL);
+	if (!ret)
+		ret = fi_domain(fabric, info, &domain, NULL);
+	if (!tap_ok(!ret, "fabric and domain (%d)", ret))
+		return tap_done();
+	test_self();
+	test_source();
+	test_errors_keep_context();
+	test_restart();
+	test_unreachable();
+	fi_close(&domain->fid);
+	fi_close(&fabric->fid);
+	fi_freeinfo(info);
+	return tap_done();
+}
