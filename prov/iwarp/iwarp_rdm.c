@@ -447,7 +447,26 @@ static void iwarp_rdm_recv_done(struct iwarp_rdm_peer *peer,
 		}
 		return;
 	}
-	peer->credits += in->hdr.credits;
+	/* never more than the window, whatever a peer claims */
+	peer->credits = peer->credits + in->hdr.credits > IWARP_RDM_CREDITS ?
+				IWARP_RDM_CREDITS :
+				peer->credits + in->hdr.credits;
+	if (in->hdr.op == IWARP_RDM_EAGER &&
+	    wc->byte_len != (uint64_t)IWARP_RDM_HDR_LEN + in->hdr.len) {
+		/* shorter than its header says: the buffer holds garbage */
+		FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
+			"RDM message of %u octets announced %u: dropped\n",
+			wc->byte_len, IWARP_RDM_HDR_LEN + in->hdr.len);
+		iwarp_rdm_owe(peer);
+		if (in->rx)
+			iwarp_rdm_rx_done(ep, in->rx, 0, FI_EIO);
+		if (in->ux) {
+			iwarp_list_del(&in->ux->link);
+			free(in->ux->buf);
+			free(in->ux);
+		}
+		return;
+	}
 	switch (in->hdr.op) {
 	case IWARP_RDM_EAGER:
 		iwarp_rdm_owe(peer);	/* matched or stored: either way */

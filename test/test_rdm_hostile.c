@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A hostile peer against the RDM endpoint: an engine connection that
+ * presents valid RDM connection data, then sends malformed RDM messages.
+ * Each must end in a precise error (a Terminate to the sender, or an
+ * error completion with the caller's context), never a crash or a wrong
+ * success; afterwards the endpoint still serves an honest peer.
+ *
+ * The RDM wire image is written here from the description in the man
+ * page, not from the provider's code.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_tagged.h>
+
+#include "iwarp/engine.h"
+#include "iwarp/wire.h"
+#include "tap.h"
+
+#define HDR 40
+#define FAKE_PORT 23991		/* the address the hostile peer claims */
+
+static struct fi_info *info;
+static struct fid_fabric *fabric;
+static struct fid_domain *domain;
+static struct fid_ep *ep;
+static struct fid_cq *cq;
+static struct fid_av *av;
+static struct sockaddr_in ep_name;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v; }
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, v >> 16);
+	put16(p + 2, (uint16_t)v);
+}
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, v >> 32);
+	put32(p + 4, (uint32_t)v);
+}
+
+static void rdm_hdr(uint8_t *p, uint8_t op, uint8_t flags, uint16_t credits,
+		    uint32_t len, uint32_t msg_id, uint32_t stag, uint64_t tag,
+		    uint64_t addr)
+{
+	memset(p, 0, HDR);
+	p[0] = op;
+	p[1] = flags;
+	put16(p + 2, credits);
+	put32(p + 4, len);
+	put32(p + 8, msg_id);
+	put32(p + 12, stag);
+	put64(p + 16, tag);
+	put64(p + 32, addr);
+}
+
+/* ---- the hostile peer: one engine connection */
+
+struct bad {
+	struct iw_dev *dev;
+	struct iw_pd *pd;
+	struct iw_qp *qp;
+	bool up, down, term_rx;
+	struct iw_err err;
+	bool remote;
+	uint8_t rbuf[4][128];
+};
+
+static void bad_cm(void *arg, struct iw_qp *qp, const struct iw_cm_event *ev)
+{
+	struct bad *b = arg;
+
+	(void)qp;
+	if (ev->type == IW_CM_ESTABLISHED) {
+		b->up = true;
+		return;
+	}
+	if (ev->type == IW_CM_ERROR) {
+		b->err = ev->err;
+		b->remote = ev->remote;
+		b->term_rx = ev->remote;
+	}
+	b->down = true;
+}
+
+static void bad_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc)
+{
+	(void)arg;
+	(void)qp;
+	(void)wc;
+}
+
+static const struct iw_qp_ops bad_ops = {
+	.cm_event = bad_cm,
+	.complete = bad_complete,
+};
+
+static void drive(struct bad *b, double secs, bool (*done)(struct bad *))
+{
+	double end = now() + secs;
+
+	while (now() < end && !(done && done(b))) {
+		if (b->qp)
+			iw_qp_progress(b->qp);
+		fi_cq_read(cq, NULL, 0);	/* the endpoint's progress */
+	}
+}
+
+static bool is_up(struct bad *b) { return b->up || b->down; }
+static bool is_down(struct bad *b) { return b->down; }
+
+static int bad_open(struct bad *b, uint64_t instance)
+{
+	struct iw_qp_attr attr = { .ops = &bad_ops, .arg = b };
+	struct iw_conn_param p = { 0 };
+	uint8_t pd[32] = { 'I', 'W', 'R', 'D', 1, 4 };
+	struct in_addr lo = { htonl(INADDR_LOOPBACK) };
+	int i;
+
+	memset(b, 0, sizeof(*b));
+	put16(pd + 6, FAKE_PORT);
+	memcpy(pd + 8, &lo, 4);
+	put64(pd + 24, instance);
+	if (iw_dev_open(&b->dev) || iw_pd_alloc(b->dev, &b->pd) ||
+	    iw_qp_create(b->pd, &attr, &b->qp))
+		return -1;
+	for (i = 0; i < 4; i++) {
+		struct iw_sge s = { b->rbuf[i], sizeof(b->rbuf[i]) };
+		struct iw_recv_wr wr = { .sgl = &s, .num_sge = 1 };
+
+		iw_qp_post_recv(b->qp, &wr);
+	}
+	p.pdata = pd;
+	p.pdata_len = sizeof(pd);
+	if (iw_qp_connect(b->qp, (struct sockaddr *)&ep_name,
+			  sizeof(ep_name), &p))
+		return -1;
+	drive(b, 5, is_up);
+	return b->up ? 0 : -1;
+}
+
+static void bad_close(struct bad *b)
+{
+	if (b->qp)
+		iw_qp_destroy(b->qp);
+	if (b->pd)
+		iw_pd_free(b->pd);
+	if (b->dev)
+		iw_dev_close(b->dev);
+	memset(b, 0, sizeof(*b));
+}
+
+static int bad_send(struct bad *b, const void *buf, uint32_t len)
+{
+	struct iw_sge s = { (void *)buf, len };
+	struct iw_send_wr wr = { .op = IW_WR_SEND, .sgl = &s,
+				 .num_sge = len ? 1 : 0 };
+
+	return iw_qp_post_send(b->qp, &wr);
+}
+
+/* Reads one completion or error of the endpoint, driving the peer. */
+static int reap(struct bad *b, double secs, struct fi_cq_tagged_entry *e,
+		struct fi_cq_err_entry *err)
+{
+	double end = now() + secs;
+
+	while (now() < end) {
+		ssize_t n = fi_cq_read(cq, e, 1);
+
+		if (n == 1)
+			return 1;
+		if (n == -FI_EAVAIL) {
+			memset(err, 0, sizeof(*err));
+			fi_cq_readerr(cq, err, 0);
+			return -1;
+		}
+		if (b && b->qp)
+			iw_qp_progress(b->qp);
+	}
+	return 0;
+}
+
+/* A message the endpoint must refuse by terminating the stream. */
+static void expect_terminate(const char *what, const void *msg, uint32_t len,
+			     uint64_t instance)
+{
+	struct bad b;
+	bool ok;
+
+	if (!tap_ok(!bad_open(&b, instance), "%s: hostile peer connects",
+		    what)) {
+		bad_close(&b);
+		return;
+	}
+	bad_send(&b, msg, len);
+	drive(&b, 5, is_down);
+	ok = b.down && b.term_rx && b.err.layer == IW_LAYER_DDP &&
+	     b.err.etype == DDP_ETYPE_UNTAGGED &&
+	     b.err.ecode == DDP_ECODE_UT_NO_BUFFER;
+	tap_ok(ok, "%s: the endpoint terminates the stream with DDP "
+	       "untagged/no buffer (got %s%u/%u/%u)", what,
+	       b.term_rx ? "" : "no Terminate, ", b.err.layer, b.err.etype,
+	       b.err.ecode);
+	bad_close(&b);
+}
+
+static void test_refused(void)
+{
+	uint8_t m[HDR + 8];
+
+	rdm_hdr(m, 9, 0, 0, 0, 1, 0, 0, 0);
+	expect_terminate("unknown op 9", m, HDR, 101);
+	rdm_hdr(m, 0, 0, 0, 0, 1, 0, 0, 0);
+	expect_terminate("op 0", m, HDR, 102);
+	rdm_hdr(m, 1, 0, 0, 0, 1, 0, 0, 0);
+	expect_terminate("a Send shorter than the header", m, 5, 103);
+	expect_terminate("an empty Send", m, 0, 104);
+	rdm_hdr(m, 4, 0, 65, 0, 1, 0, 0, 0);
+	expect_terminate("credits beyond the window (65)", m, HDR, 105);
+	rdm_hdr(m, 1, 1, 0, 100000, 1, 0, 5, 0);
+	expect_terminate("EAGER announcing 100000 octets", m, HDR + 8, 106);
+}
+
+/* EAGER announcing more than it carries; a FIN for nothing; an RTS for
+ * memory the peer does not have. */
+static void test_lies(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	uint8_t m[HDR + 16], in[256];
+	struct bad b;
+	int ctx1, ctx2, ctx3, got;
+
+	if (!tap_ok(!bad_open(&b, 201), "lies: hostile peer connects")) {
+		bad_close(&b);
+		return;
+	}
+	memset(in, 0xee, sizeof(in));
+	fi_trecv(ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 7, 0, &ctx1);
+	rdm_hdr(m, 1, 1, 0, 100, 1, 0, 7, 0);
+	memcpy(m + HDR, "short!!!short!!!", 16);
+	bad_send(&b, m, HDR + 16);
+	got = reap(&b, 5, &e, &err);
+	tap_ok(got < 0 && err.err == FI_EIO && err.op_context == &ctx1,
+	       "EAGER announcing 100 octets, carrying 16: error completion "
+	       "FI_EIO with the receive's context (got %d, err %d)", got,
+	       got < 0 ? err.err : 0);
+
+	/* a FIN for no message is ignored; the next message is fine */
+	rdm_hdr(m, 3, 0, 0, 0, 4242, 0, 0, 0);
+	bad_send(&b, m, HDR);
+	fi_trecv(ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 8, 0, &ctx2);
+	rdm_hdr(m, 1, 1, 0, 16, 2, 0, 8, 0);
+	memcpy(m + HDR, "honest sixteen!!", 16);
+	bad_send(&b, m, HDR + 16);
+	got = reap(&b, 5, &e, &err);
+	tap_ok(got == 1 && e.op_context == &ctx2 && e.len == 16 &&
+	       !memcmp(in, "honest sixteen!!", 16),
+	       "a FIN for an unknown message is ignored; the next message "
+	       "arrives intact (got %d)", got);
+
+	/* RTS naming memory the peer never registered: the Read fails */
+	fi_trecv(ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 9, 0, &ctx3);
+	rdm_hdr(m, 2, 1, 0, 200, 3, 0x12345601, 9, 0x1000);
+	bad_send(&b, m, HDR);
+	got = reap(&b, 5, &e, &err);
+	tap_ok(got < 0 && err.err == FI_EIO && err.op_context == &ctx3,
+	       "RTS for a bogus STag: error completion FI_EIO with the "
+	       "receive's context (got %d, err %d)", got,
+	       got < 0 ? err.err : 0);
+	bad_close(&b);
+}
+
+/* After all that, an honest endpoint is still served. */
+static void test_still_serving(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct fid_ep *ep2 = NULL;
+	struct fid_cq *cq2 = NULL;
+	struct fid_av *av2 = NULL;
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	fi_addr_t dst;
+	char in[32] = "", out[32] = "still here";
+	int ctx, got = 0;
+	double end;
+
+	if (fi_endpoint(domain, info, &ep2, NULL) ||
+	    fi_cq_open(domain, &cq_attr, &cq2, NULL) ||
+	    fi_av_open(domain, &av_attr, &av2, NULL) ||
+	    fi_ep_bind(ep2, &cq2->fid, FI_TRANSMIT | FI_RECV) ||
+	    fi_ep_bind(ep2, &av2->fid, 0) || fi_enable(ep2) ||
+	    fi_av_insert(av2, &ep_name, 1, &dst, 0, NULL) != 1) {
+		tap_ok(0, "honest peer: opens");
+		goto out;
+	}
+	fi_trecv(ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 1, 0, &ctx);
+	fi_tsend(ep2, out, sizeof(out), NULL, dst, 1, NULL);
+	for (end = now() + 10; now() < end && got == 0;) {
+		fi_cq_read(cq2, NULL, 0);
+		got = reap(NULL, 0.01, &e, &err);
+	}
+	tap_ok(got == 1 && e.op_context == &ctx && !strcmp(in, out),
+	       "after the hostile peers, an honest peer's message arrives "
+	       "(got %d)", got);
+out:
+	if (ep2)
+		fi_close(&ep2->fid);
+	if (av2)
+		fi_close(&av2->fid);
+	if (cq2)
+		fi_close(&cq2->fid);
+}
+
+int main(void)
+{
+	struct fi_info *hints = fi_allocinfo();
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	size_t len = sizeof(ep_name);
+	int ret;
+
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_TAGGED;
+	hints->addr_format = FI_SOCKADDR_IN;
+	hints->fabric_attr->prov_name = strdup("iwarp");
+	ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", NULL, FI_SOURCE,
+			 hints, &info);
+	fi_freeinfo(hints);
+	if (!tap_ok(!ret, "fi_getinfo FI_EP_RDM on 127.0.0.1 (%d)", ret))
+		return tap_done();
+	ret = fi_fabric(info->fabric_attr, &fabric, NULL);
+	if (!ret)
+		ret = fi_domain(fabric, info, &domain, NULL);
+	if (!ret)
+		ret = fi_endpoint(domain, info, &ep, NULL);
+	if (!ret)
+		ret = fi_cq_open(domain, &cq_attr, &cq, NULL);
+	if (!ret)
+		ret = fi_av_open(domain, &av_attr, &av, NULL);
+	if (!ret)
+		ret = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!ret)
+		ret = fi_ep_bind(ep, &av->fid, 0);
+	if (!ret)
+		ret = fi_enable(ep);
+	if (!ret)
+		ret = fi_getname(&ep->fid, &ep_name, &len);
+	if (!tap_ok(!ret, "the endpoint under attack opens (%d)", ret))
+		return tap_done();
+	test_refused();
+	test_lies();
+	test_still_serving();
+	fi_close(&ep->fid);
+	fi_close(&av->fid);
+	fi_close(&cq->fid);
+	fi_close(&domain->fid);
+	fi_close(&fabric->fid);
+	fi_freeinfo(info);
+	return tap_done();
+}
