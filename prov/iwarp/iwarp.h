@@ -53,7 +53,10 @@ extern struct fi_provider iwarp_prov;
 struct iwarp_params {
 	char *iface;		/* NULL: every interface */
 	int allow_rxm;		/* let ofi_rxm layer over us */
+	size_t rdm_unexp_max;	/* unexpected RDM octets before credits wait */
 };
+
+#define IWARP_RDM_UNEXP_MAX_DEFAULT ((size_t)256 << 20)
 
 extern struct iwarp_params iwarp_params;
 

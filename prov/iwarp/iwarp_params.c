@@ -12,6 +12,7 @@
 struct iwarp_params iwarp_params = {
 	.iface = NULL,
 	.allow_rxm = 0,
+	.rdm_unexp_max = IWARP_RDM_UNEXP_MAX_DEFAULT,
 };
 
 static void iwarp_params_define(void)
@@ -25,6 +26,11 @@ static void iwarp_params_define(void)
 			"e.g. for comparison runs; otherwise iwarp;ofi_rxm "
 			"would be listed before the native RDM endpoint "
 			"(default: false)");
+	fi_param_define(&iwarp_prov, "rdm_unexp_max", FI_PARAM_SIZE_T,
+			"Octets of unexpected RDM messages an endpoint stores "
+			"before it stops returning credits for more; they "
+			"come back as the stored messages are received "
+			"(default: 268435456)");
 }
 
 /* Returns 0, or -FI_ENOMEM. */
@@ -41,6 +47,8 @@ static int iwarp_params_read(void)
 	}
 	if (!fi_param_get_bool(&iwarp_prov, "allow_rxm", &allow))
 		iwarp_params.allow_rxm = allow;
+	fi_param_get_size_t(&iwarp_prov, "rdm_unexp_max",
+			    &iwarp_params.rdm_unexp_max);
 	return 0;
 }
 
@@ -66,4 +74,5 @@ void iwarp_params_fini(void)
 	free(iwarp_params.iface);
 	iwarp_params.iface = NULL;
 	iwarp_params.allow_rxm = 0;
+	iwarp_params.rdm_unexp_max = IWARP_RDM_UNEXP_MAX_DEFAULT;
 }

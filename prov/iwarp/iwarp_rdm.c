@@ -21,6 +21,7 @@ struct iwarp_rdm_rx *iwarp_rdm_match_posted(struct iwarp_rdm_ep *ep,
 					    fi_addr_t from);
 void iwarp_rdm_unexp_arrived(struct iwarp_rdm_ep *ep,
 			     struct iwarp_rdm_unexp *ux);
+void iwarp_rdm_ux_free(struct iwarp_rdm_ep *ep, struct iwarp_rdm_unexp *ux);
 void iwarp_rdm_start_read(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx);
 void iwarp_rdm_peer_kick(struct iwarp_rdm_peer *peer);
 
@@ -386,6 +387,8 @@ static int iwarp_rdm_place(void *arg, struct iw_qp *qp,
 			return -1;
 		}
 		in->ux->hdr = in->hdr;
+		in->ux->cost = sizeof(*in->ux) + in->hdr.len;
+		ep->unexp_bytes += in->ux->cost;
 		in->ux->peer = peer;
 		in->ux->from = iwarp_rdm_from(peer);
 		iwarp_list_add_tail(in->hdr.flags & IWARP_RDM_F_TAGGED ?
@@ -431,6 +434,20 @@ static void iwarp_rdm_fin(struct iwarp_rdm_peer *peer,
 	}
 }
 
+/*
+ * A message stored as unexpected gives its credit back at once, so MPI may
+ * receive in any order; past rdm_unexp_max stored octets the credit waits
+ * until the message is taken, which bounds what peers can make us hold.
+ */
+static void iwarp_rdm_stored(struct iwarp_rdm_ep *ep,
+			     struct iwarp_rdm_unexp *ux, bool queued)
+{
+	if (queued && ep->unexp_bytes > iwarp_params.rdm_unexp_max)
+		ux->withheld = true;
+	else
+		iwarp_rdm_owe(ux->peer);
+}
+
 static void iwarp_rdm_recv_done(struct iwarp_rdm_peer *peer,
 				struct iwarp_rdm_in *in, const struct iw_wc *wc)
 {
@@ -442,8 +459,7 @@ static void iwarp_rdm_recv_done(struct iwarp_rdm_peer *peer,
 			iwarp_rdm_rx_done(ep, in->rx, 0, FI_EIO);
 		if (in->ux) {	/* half a message is worth nothing */
 			iwarp_list_del(&in->ux->link);
-			free(in->ux->buf);
-			free(in->ux);
+			iwarp_rdm_ux_free(ep, in->ux);
 		}
 		return;
 	}
@@ -462,19 +478,21 @@ static void iwarp_rdm_recv_done(struct iwarp_rdm_peer *peer,
 			iwarp_rdm_rx_done(ep, in->rx, 0, FI_EIO);
 		if (in->ux) {
 			iwarp_list_del(&in->ux->link);
-			free(in->ux->buf);
-			free(in->ux);
+			iwarp_rdm_ux_free(ep, in->ux);
 		}
 		return;
 	}
 	switch (in->hdr.op) {
 	case IWARP_RDM_EAGER:
-		iwarp_rdm_owe(peer);	/* matched or stored: either way */
 		if (in->rx) {
+			iwarp_rdm_owe(peer);
 			in->rx->hdr = in->hdr;
 			in->rx->from = iwarp_rdm_from(peer);
 			iwarp_rdm_rx_done(ep, in->rx, in->hdr.len, 0);
 		} else {
+			iwarp_rdm_stored(ep, in->ux, !in->ux->waiter &&
+					 !(in->ux->claimed &&
+					   in->ux->claim_ctx == in->ux));
 			iwarp_rdm_unexp_arrived(ep, in->ux);
 		}
 		break;
@@ -488,11 +506,14 @@ static void iwarp_rdm_recv_done(struct iwarp_rdm_peer *peer,
 			rx->owes = true;	/* given back when the Read ends */
 			iwarp_rdm_start_read(ep, rx);
 		} else {
-			iwarp_rdm_owe(peer);	/* stored: sender may go on */
 			struct iwarp_rdm_unexp *ux = calloc(1, sizeof(*ux));
 
-			if (!ux)
+			if (!ux) {
+				iwarp_rdm_owe(peer);
 				break;
+			}
+			ux->cost = sizeof(*ux);
+			ep->unexp_bytes += ux->cost;
 			ux->hdr = in->hdr;
 			ux->peer = peer;
 			ux->from = iwarp_rdm_from(peer);
@@ -501,6 +522,7 @@ static void iwarp_rdm_recv_done(struct iwarp_rdm_peer *peer,
 						    &ep->unexp_tagged :
 						    &ep->unexp_msg,
 					    &ux->link);
+			iwarp_rdm_stored(ep, ux, true);
 		}
 		break;
 	case IWARP_RDM_FIN:

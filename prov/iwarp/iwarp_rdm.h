@@ -18,7 +18,8 @@
  * Credits bound what a peer may have in flight in EAGER and RTS messages;
  * a credit comes back once its message is matched or stored as
  * unexpected (MPI must be able to receive in any order, so stored
- * messages cannot hold credits).
+ * messages cannot hold credits), up to rdm_unexp_max stored octets;
+ * past that a stored message's credit waits until it is received.
  *
  * Connection private data (both directions), 32 octets:
  *	0 magic "IWRD"  4 version(8) 5 family(8) 6 port(16)  8 addr[16]
@@ -160,6 +161,8 @@ struct iwarp_rdm_unexp {
 	bool claimed;			/* FI_PEEK | FI_CLAIM took it */
 	void *claim_ctx;
 	struct iwarp_rdm_rx *waiter;	/* matched while still arriving */
+	size_t cost;			/* counted in ep->unexp_bytes */
+	bool withheld;			/* its credit waits until taken */
 };
 
 /* What an incoming Send turned out to be (engine completion context). */
@@ -191,6 +194,7 @@ struct iwarp_rdm_ep {
 	struct iwarp_list peers;
 	struct iwarp_list posted_tagged, posted_msg;
 	struct iwarp_list unexp_tagged, unexp_msg;
+	size_t unexp_bytes;		/* stored unexpected messages */
 	struct iw_qp **dead;		/* QPs to destroy outside callbacks */
 	size_t ndead, deadcap;
 };

@@ -213,6 +213,13 @@ void iwarp_rdm_start_read(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx)
 	}
 }
 
+void iwarp_rdm_ux_free(struct iwarp_rdm_ep *ep, struct iwarp_rdm_unexp *ux)
+{
+	ep->unexp_bytes -= ux->cost;
+	free(ux->buf);
+	free(ux);
+}
+
 /* Hands an unexpected message to a receive; frees it. */
 static void iwarp_rdm_take_unexp(struct iwarp_rdm_ep *ep,
 				 struct iwarp_rdm_unexp *ux,
@@ -222,8 +229,15 @@ static void iwarp_rdm_take_unexp(struct iwarp_rdm_ep *ep,
 	rx->peer = ux->peer;
 	rx->from = ux->from;
 	iwarp_list_del(&ux->link);
+	if (ux->withheld) {
+		/* stored over the limit: its credit goes back now, not at
+		 * half a window, as the sender may have none left */
+		ux->withheld = false;
+		ux->peer->owed++;
+		iwarp_rdm_send_ctrl(ux->peer, IWARP_RDM_CREDIT, 0, 0);
+	}
 	if (ux->hdr.op == IWARP_RDM_RTS && !discard) {
-		free(ux);
+		iwarp_rdm_ux_free(ep, ux);
 		iwarp_rdm_start_read(ep, rx);
 		return;
 	}
@@ -243,8 +257,7 @@ static void iwarp_rdm_take_unexp(struct iwarp_rdm_ep *ep,
 		ux->claim_ctx = ux;
 		return;
 	}
-	free(ux->buf);
-	free(ux);
+	iwarp_rdm_ux_free(ep, ux);
 }
 
 void iwarp_rdm_unexp_arrived(struct iwarp_rdm_ep *ep,
@@ -260,8 +273,7 @@ void iwarp_rdm_unexp_arrived(struct iwarp_rdm_ep *ep,
 	} else if (!(ux->claimed && ux->claim_ctx == ux)) {
 		return;		/* stays in the unexpected queue */
 	}
-	free(ux->buf);
-	free(ux);
+	iwarp_rdm_ux_free(ep, ux);
 }
 
 /* ---- receives */
@@ -851,8 +863,7 @@ static void iwarp_rdm_free_queues(struct iwarp_rdm_ep *ep)
 				uheads[i]->next, struct iwarp_rdm_unexp, link);
 
 			iwarp_list_del(&ux->link);
-			free(ux->buf);
-			free(ux);
+			iwarp_rdm_ux_free(ep, ux);
 		}
 	}
 }
