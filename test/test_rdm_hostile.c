@@ -242,6 +242,54 @@ static void test_refused(void)
 	expect_terminate("EAGER announcing 100000 octets", m, HDR + 8, 106);
 }
 
+/*
+ * A peer that ignores credits: 4 KiB messages nobody receives pass the
+ * 64 KiB cap, so no credit comes back; the 65th message (one past the
+ * window) is refused with a Terminate, and the 64 stored ones are intact.
+ */
+static void test_beyond_credits(void)
+{
+	static uint8_t m[HDR + 4096], in[4096];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct bad b;
+	int i, got = 0, wrong = 0, ctx;
+
+	if (!tap_ok(!bad_open(&b, 301), "credits: hostile peer connects")) {
+		bad_close(&b);
+		return;
+	}
+	for (i = 0; i < 70; i++) {
+		rdm_hdr(m, 1, 1, 0, 4096, 100 + i, 0, 60, 0);
+		memset(m + HDR, i, 4096);
+		if (bad_send(&b, m, sizeof(m)))
+			break;
+		iw_qp_progress(b.qp);
+	}
+	drive(&b, 5, is_down);
+	tap_ok(b.down && b.term_rx && b.err.layer == IW_LAYER_DDP &&
+	       b.err.etype == DDP_ETYPE_UNTAGGED &&
+	       b.err.ecode == DDP_ECODE_UT_NO_BUFFER,
+	       "credits: sending past the window ends in a Terminate "
+	       "(got %s%u/%u/%u)", b.term_rx ? "" : "none, ", b.err.layer,
+	       b.err.etype, b.err.ecode);
+	for (i = 0; i < 70; i++) {
+		fi_trecv(ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 60, 0, &ctx);
+		if (reap(NULL, 0.3, &e, &err) != 1) {
+			fi_cancel(&ep->fid, &ctx);
+			reap(NULL, 1, &e, &err);
+			break;
+		}
+		got++;
+		if (in[0] != i || in[4095] != i)
+			wrong++;
+	}
+	tap_ok(got == 64 && !wrong, "credits: exactly the 64 messages within "
+	       "the window were stored, intact and in order (%d, %d wrong)",
+	       got, wrong);
+	bad_close(&b);
+}
+
 /* EAGER announcing more than it carries; a FIN for nothing; an RTS for
  * memory the peer does not have. */
 static void test_lies(void)
@@ -428,6 +476,7 @@ int main(void)
 	if (!tap_ok(!ret, "the endpoint under attack opens (%d)", ret))
 		return tap_done();
 	test_refused();
+	test_beyond_credits();
 	test_lies();
 	test_still_serving();
 	fi_close(&ep->fid);

@@ -155,6 +155,7 @@ struct iwarp_rdm_peer *iwarp_rdm_peer_get(struct iwarp_rdm_ep *ep,
 	p->ep = ep;
 	p->addr = *a;
 	p->credits = IWARP_RDM_CREDITS;
+	p->granted = IWARP_RDM_CREDITS;
 	iwarp_list_init(&p->pending);
 	iwarp_list_init(&p->inflight);
 	iwarp_list_init(&p->poll.link);
@@ -225,6 +226,14 @@ void iwarp_rdm_peer_kick(struct iwarp_rdm_peer *peer)
 }
 
 /* Everything queued for a peer that cannot be reached fails. */
+/* A new connection starts with full windows both ways. */
+static void iwarp_rdm_window_reset(struct iwarp_rdm_peer *peer)
+{
+	peer->credits = IWARP_RDM_CREDITS;
+	peer->granted = IWARP_RDM_CREDITS;
+	peer->owed = 0;
+}
+
 static void iwarp_rdm_peer_fail(struct iwarp_rdm_peer *peer, int err)
 {
 	while (!iwarp_list_empty(&peer->pending)) {
@@ -259,12 +268,14 @@ static int iwarp_rdm_post(struct iwarp_rdm_peer *peer,
 	};
 	bool counted = tx->hdr.op == IWARP_RDM_EAGER ||
 		       tx->hdr.op == IWARP_RDM_RTS;
+	uint16_t given;
 	size_t i;
 	int ret;
 
 	if (counted && !peer->credits)
 		return -EAGAIN;
-	tx->hdr.credits = peer->owed;
+	given = peer->owed;
+	tx->hdr.credits = given;
 	iwarp_rdm_hdr_put(tx->hbuf, &tx->hdr);
 	sge[0].addr = tx->hbuf;
 	sge[0].len = IWARP_RDM_HDR_LEN;
@@ -285,6 +296,7 @@ static int iwarp_rdm_post(struct iwarp_rdm_peer *peer,
 		return ret;
 	}
 	peer->owed = 0;
+	peer->granted += given;
 	if (counted)
 		peer->credits--;
 	return 0;
@@ -368,6 +380,16 @@ static int iwarp_rdm_place(void *arg, struct iw_qp *qp,
 		return -1;	/* not our protocol: terminate */
 	}
 	*ctx = in;
+	if (in->hdr.op == IWARP_RDM_EAGER || in->hdr.op == IWARP_RDM_RTS) {
+		if (!peer->granted) {	/* credits are what bound our memory */
+			FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
+				"peer sent beyond its credits\n");
+			free(in);
+			*ctx = NULL;
+			return -1;
+		}
+		peer->granted--;
+	}
 	if (in->hdr.op != IWARP_RDM_EAGER)
 		return 0;
 	if (in->hdr.len > IWARP_RDM_EAGER_MAX) {
@@ -595,7 +617,7 @@ static void iwarp_rdm_lost(struct iwarp_rdm_peer *peer, struct iw_qp *qp,
 	if (was_up) {
 		iwarp_rdm_peer_fail(peer, FI_EIO);
 		peer->tries = 0;
-		peer->credits = IWARP_RDM_CREDITS;
+		iwarp_rdm_window_reset(peer);
 		return;
 	}
 	if (peer->tries >= IWARP_RDM_CONNECT_TRIES) {
@@ -714,6 +736,7 @@ static void iwarp_rdm_conn_request(void *arg, struct iw_conn_req *req,
 		peer->qp = NULL;
 		peer->up = false;
 		iwarp_rdm_peer_fail(peer, FI_EIO);
+		iwarp_rdm_window_reset(peer);
 	}
 	peer->instance = them.instance;
 	/* the connection initiated by the smaller side wins a collision */

@@ -107,6 +107,7 @@ struct iwarp_rdm_peer {
 	uint64_t retry_at;
 	uint16_t credits;		/* EAGER/RTS we may still send */
 	uint16_t owed;			/* credits to give back */
+	uint16_t granted;		/* EAGER/RTS the peer may still send */
 	struct iwarp_list pending;	/* iwarp_rdm_tx not yet posted */
 	struct iwarp_list inflight;	/* RTS sent, waiting for FIN */
 };
