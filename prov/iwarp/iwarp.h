@@ -54,11 +54,16 @@ struct iwarp_params {
 	char *iface;		/* NULL: every interface */
 	int allow_rxm;		/* let ofi_rxm layer over us */
 	size_t rdm_unexp_max;	/* unexpected RDM octets before credits wait */
+	int crc;		/* ask every peer for the MPA CRC */
 };
 
 #define IWARP_RDM_UNEXP_MAX_DEFAULT ((size_t)256 << 20)
 
 extern struct iwarp_params iwarp_params;
+
+struct iw_cm_event;
+/* One info line per established connection: what was negotiated. */
+void iwarp_log_established(const char *what, const struct iw_cm_event *ev);
 
 int iwarp_params_init(void);
 void iwarp_params_fini(void);

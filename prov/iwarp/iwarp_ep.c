@@ -89,6 +89,7 @@ static void iwarp_ep_cm_event(void *arg, struct iw_qp *qp,
 
 	switch (ev->type) {
 	case IW_CM_ESTABLISHED:
+		iwarp_log_established("MSG", ev);
 		ep->state = IWARP_EP_CONNECTED;
 		/* the active side reports the Reply's private data */
 		iwarp_ep_eq_cm(ep, FI_CONNECTED,
@@ -333,6 +334,7 @@ static void iwarp_ep_conn_param(struct iwarp_ep *ep,
 	memset(p, 0, sizeof(*p));
 	p->ird = IWARP_RDMA_DEPTH;
 	p->ord = IWARP_RDMA_DEPTH;
+	p->crc = iwarp_params.crc;
 	p->pdata = data;
 	p->pdata_len = (uint16_t)len;
 }

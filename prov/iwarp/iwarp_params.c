@@ -5,6 +5,7 @@
  * their values are read once when the provider is loaded.
  */
 #include "iwarp.h"
+#include "iwarp/engine.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,10 @@ static void iwarp_params_define(void)
 			"before it stops returning credits for more; they "
 			"come back as the stored messages are received "
 			"(default: 268435456)");
+	fi_param_define(&iwarp_prov, "crc", FI_PARAM_BOOL,
+			"Ask every peer for the MPA CRC32c (RFC 5044); "
+			"otherwise it is used only when the peer asks "
+			"(default: false)");
 }
 
 /* Returns 0, or -FI_ENOMEM. */
@@ -49,6 +54,8 @@ static int iwarp_params_read(void)
 		iwarp_params.allow_rxm = allow;
 	fi_param_get_size_t(&iwarp_prov, "rdm_unexp_max",
 			    &iwarp_params.rdm_unexp_max);
+	if (!fi_param_get_bool(&iwarp_prov, "crc", &allow))
+		iwarp_params.crc = allow;
 	return 0;
 }
 
@@ -75,4 +82,15 @@ void iwarp_params_fini(void)
 	iwarp_params.iface = NULL;
 	iwarp_params.allow_rxm = 0;
 	iwarp_params.rdm_unexp_max = IWARP_RDM_UNEXP_MAX_DEFAULT;
+	iwarp_params.crc = 0;
+}
+
+void iwarp_log_established(const char *what, const struct iw_cm_event *ev)
+{
+	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
+		"%s connected: MPA rev %u%s, CRC %s, markers rx %s tx %s, "
+		"MULPDU %u, IRD %u ORD %u, RTR %#x\n", what, ev->rev,
+		ev->enhanced ? " enhanced" : "", ev->crc ? "on" : "off",
+		ev->markers_rx ? "on" : "off", ev->markers_tx ? "on" : "off",
+		ev->mulpdu, ev->ird, ev->ord, ev->rtr_used);
 }

@@ -199,6 +199,7 @@ static void iwarp_rdm_conn_param(struct iw_conn_param *p, const uint8_t *pd)
 	memset(p, 0, sizeof(*p));
 	p->ird = IWARP_RDMA_DEPTH;
 	p->ord = IWARP_RDMA_DEPTH;
+	p->crc = iwarp_params.crc;
 	p->pdata = pd;
 	p->pdata_len = IWARP_RDM_PD_LEN;
 }
@@ -637,6 +638,7 @@ static void iwarp_rdm_cm_event(void *arg, struct iw_qp *qp,
 
 	switch (ev->type) {
 	case IW_CM_ESTABLISHED:
+		iwarp_log_established("RDM", ev);
 		if (qp != peer->qp)
 			break;	/* self: the receiving half */
 		peer->up = true;
