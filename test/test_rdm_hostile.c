@@ -227,7 +227,7 @@ static void expect_terminate(const char *what, const void *msg, uint32_t len,
 
 static void test_refused(void)
 {
-	uint8_t m[HDR + 8];
+	uint8_t m[HDR + 8] = { 0 };
 
 	rdm_hdr(m, 9, 0, 0, 0, 1, 0, 0, 0);
 	expect_terminate("unknown op 9", m, HDR, 101);
