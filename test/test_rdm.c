@@ -213,7 +213,7 @@ static void test_restart(void)
 	struct fi_cq_err_entry err;
 	struct rep a = { 0 }, b = { 0 };
 	fi_addr_t b_at_a, a_at_b, src;
-	char buf[32], in[32];
+	char buf[32] = "", in[32];
 	int round, ctx, ok = 1, got;
 
 	if (!tap_ok(!rep_open(&a, 0), "restart: endpoint a opens"))
