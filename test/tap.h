@@ -8,8 +8,18 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 
 static int tap_n, tap_failed;
+
+/* Monotonic seconds, for the bounded waits of the tests. */
+static inline double tap_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 /* Reports one result; returns cond so callers can chain. */
 static inline int tap_ok(int cond, const char *fmt, ...)

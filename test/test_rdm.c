@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -44,14 +43,6 @@ struct rep {
 	struct fid_av *av;
 	struct sockaddr_in name;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int rep_open(struct rep *r, int port)
 {
@@ -101,9 +92,9 @@ static int reap(struct rep *r, struct rep *other, double secs,
 		struct fi_cq_tagged_entry *e, fi_addr_t *src,
 		struct fi_cq_err_entry *err)
 {
-	double end = now() + secs;
+	double end = tap_now() + secs;
 
-	while (now() < end) {
+	while (tap_now() < end) {
 		ssize_t n = fi_cq_readfrom(r->cq, e, 1, src);
 
 		if (n == 1)
@@ -138,12 +129,12 @@ static void test_unreachable(void)
 	       "unreachable: address inserted");
 	tap_ok(!fi_tsend(a.ep, buf, sizeof(buf), NULL, fa, 7, &ctx),
 	       "unreachable: fi_tsend queues");
-	t0 = now();
+	t0 = tap_now();
 	got = reap(&a, NULL, 20, &e, &src, &err);
 	tap_ok(got < 0 && err.op_context == &ctx && err.err == FI_EHOSTUNREACH,
 	       "unreachable: error completion FI_EHOSTUNREACH with the "
-	       "caller's context after %.1f s", now() - t0);
-	tap_ok(now() - t0 < 15, "unreachable: retries are bounded in time");
+	       "caller's context after %.1f s", tap_now() - t0);
+	tap_ok(tap_now() - t0 < 15, "unreachable: retries are bounded in time");
 	rep_close(&a);
 }
 

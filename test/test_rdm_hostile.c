@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -39,26 +38,6 @@ static struct fid_cq *cq;
 static struct fid_av *av;
 static struct sockaddr_in ep_name;
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v; }
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, v >> 16);
-	put16(p + 2, (uint16_t)v);
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, v >> 32);
-	put32(p + 4, (uint32_t)v);
-}
-
 static void rdm_hdr(uint8_t *p, uint8_t op, uint8_t flags, uint16_t credits,
 		    uint32_t len, uint32_t msg_id, uint32_t stag, uint64_t tag,
 		    uint64_t addr)
@@ -66,12 +45,12 @@ static void rdm_hdr(uint8_t *p, uint8_t op, uint8_t flags, uint16_t credits,
 	memset(p, 0, HDR);
 	p[0] = op;
 	p[1] = flags;
-	put16(p + 2, credits);
-	put32(p + 4, len);
-	put32(p + 8, msg_id);
-	put32(p + 12, stag);
-	put64(p + 16, tag);
-	put64(p + 32, addr);
+	iw_put16(p + 2, credits);
+	iw_put32(p + 4, len);
+	iw_put32(p + 8, msg_id);
+	iw_put32(p + 12, stag);
+	iw_put64(p + 16, tag);
+	iw_put64(p + 32, addr);
 }
 
 /* ---- the hostile peer: one engine connection */
@@ -117,9 +96,9 @@ static const struct iw_qp_ops bad_ops = {
 
 static void drive(struct bad *b, double secs, bool (*done)(struct bad *))
 {
-	double end = now() + secs;
+	double end = tap_now() + secs;
 
-	while (now() < end && !(done && done(b))) {
+	while (tap_now() < end && !(done && done(b))) {
 		if (b->qp)
 			iw_qp_progress(b->qp);
 		fi_cq_read(cq, NULL, 0);	/* the endpoint's progress */
@@ -138,9 +117,9 @@ static int bad_open(struct bad *b, uint64_t instance)
 	int i;
 
 	memset(b, 0, sizeof(*b));
-	put16(pd + 6, FAKE_PORT);
+	iw_put16(pd + 6, FAKE_PORT);
 	memcpy(pd + 8, &lo, 4);
-	put64(pd + 24, instance);
+	iw_put64(pd + 24, instance);
 	if (iw_dev_open(&b->dev) || iw_pd_alloc(b->dev, &b->pd) ||
 	    iw_qp_create(b->pd, &attr, &b->qp))
 		return -1;
@@ -183,9 +162,9 @@ static int bad_send(struct bad *b, const void *buf, uint32_t len)
 static int reap(struct bad *b, double secs, struct fi_cq_tagged_entry *e,
 		struct fi_cq_err_entry *err)
 {
-	double end = now() + secs;
+	double end = tap_now() + secs;
 
-	while (now() < end) {
+	while (tap_now() < end) {
 		ssize_t n = fi_cq_read(cq, e, 1);
 
 		if (n == 1)
@@ -356,7 +335,7 @@ static void test_flood(struct fid_ep *ep2, struct fid_cq *cq2, fi_addr_t dst)
 	double end;
 
 	/* the earlier send's completion is not part of the flood */
-	for (end = now() + 0.5; now() < end;)
+	for (end = tap_now() + 0.5; tap_now() < end;)
 		fi_cq_read(cq2, &e, 1);
 	for (i = 0; i < FLOOD_N; i++) {
 		memset(out[i], 'a' + i % 26, FLOOD_LEN);
@@ -364,7 +343,7 @@ static void test_flood(struct fid_ep *ep2, struct fid_cq *cq2, fi_addr_t dst)
 		if (fi_tsend(ep2, out[i], FLOOD_LEN, NULL, dst, 50, NULL))
 			break;
 	}
-	for (end = now() + 1.5; now() < end;) {
+	for (end = tap_now() + 1.5; tap_now() < end;) {
 		if (fi_cq_read(cq2, &e, 1) == 1)
 			sent++;
 		fi_cq_read(cq, NULL, 0);
@@ -376,7 +355,7 @@ static void test_flood(struct fid_ep *ep2, struct fid_cq *cq2, fi_addr_t dst)
 	for (i = 0; i < FLOOD_N; i++)
 		fi_trecv(ep, in[i], FLOOD_LEN, NULL, FI_ADDR_UNSPEC, 50, 0,
 			 &ctx[i]);
-	for (end = now() + 10; now() < end && (recvd < FLOOD_N ||
+	for (end = tap_now() + 10; tap_now() < end && (recvd < FLOOD_N ||
 					      sent < FLOOD_N);) {
 		if (fi_cq_read(cq2, &e, 1) == 1)
 			sent++;
@@ -420,7 +399,7 @@ static void test_still_serving(void)
 	}
 	fi_trecv(ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 1, 0, &ctx);
 	fi_tsend(ep2, out, sizeof(out), NULL, dst, 1, NULL);
-	for (end = now() + 10; now() < end && got == 0;) {
+	for (end = tap_now() + 10; tap_now() < end && got == 0;) {
 		fi_cq_read(cq2, NULL, 0);
 		got = reap(NULL, 0.01, &e, &err);
 	}

@@ -142,6 +142,14 @@ static struct iwarp_rdm_peer *iwarp_rdm_peer_find(struct iwarp_rdm_ep *ep,
 	return NULL;
 }
 
+/* A new connection starts with full windows both ways. */
+static void iwarp_rdm_window_reset(struct iwarp_rdm_peer *peer)
+{
+	peer->credits = IWARP_RDM_CREDITS;
+	peer->granted = IWARP_RDM_CREDITS;
+	peer->owed = 0;
+}
+
 struct iwarp_rdm_peer *iwarp_rdm_peer_get(struct iwarp_rdm_ep *ep,
 					  const union iwarp_sockaddr *a)
 {
@@ -154,8 +162,7 @@ struct iwarp_rdm_peer *iwarp_rdm_peer_get(struct iwarp_rdm_ep *ep,
 		return NULL;
 	p->ep = ep;
 	p->addr = *a;
-	p->credits = IWARP_RDM_CREDITS;
-	p->granted = IWARP_RDM_CREDITS;
+	iwarp_rdm_window_reset(p);
 	iwarp_list_init(&p->pending);
 	iwarp_list_init(&p->inflight);
 	iwarp_list_init(&p->poll.link);
@@ -227,14 +234,6 @@ void iwarp_rdm_peer_kick(struct iwarp_rdm_peer *peer)
 }
 
 /* Everything queued for a peer that cannot be reached fails. */
-/* A new connection starts with full windows both ways. */
-static void iwarp_rdm_window_reset(struct iwarp_rdm_peer *peer)
-{
-	peer->credits = IWARP_RDM_CREDITS;
-	peer->granted = IWARP_RDM_CREDITS;
-	peer->owed = 0;
-}
-
 static void iwarp_rdm_peer_fail(struct iwarp_rdm_peer *peer, int err)
 {
 	while (!iwarp_list_empty(&peer->pending)) {
@@ -477,26 +476,26 @@ static void iwarp_rdm_recv_done(struct iwarp_rdm_peer *peer,
 	struct iwarp_rdm_ep *ep = peer->ep;
 	struct iwarp_rdm_rx *rx;
 
-	if (wc->status != IW_WC_SUCCESS) {
-		if (in->rx)
-			iwarp_rdm_rx_done(ep, in->rx, 0, FI_EIO);
-		if (in->ux) {	/* half a message is worth nothing */
-			iwarp_list_del(&in->ux->link);
-			iwarp_rdm_ux_free(ep, in->ux);
-		}
-		return;
-	}
-	/* never more than the window, whatever a peer claims */
-	peer->credits = peer->credits + in->hdr.credits > IWARP_RDM_CREDITS ?
+	bool whole = wc->status == IW_WC_SUCCESS;
+
+	if (whole) {
+		/* never more than the window, whatever a peer claims */
+		peer->credits =
+			peer->credits + in->hdr.credits > IWARP_RDM_CREDITS ?
 				IWARP_RDM_CREDITS :
 				peer->credits + in->hdr.credits;
-	if (in->hdr.op == IWARP_RDM_EAGER &&
-	    wc->byte_len != (uint64_t)IWARP_RDM_HDR_LEN + in->hdr.len) {
-		/* shorter than its header says: the buffer holds garbage */
-		FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
-			"RDM message of %u octets announced %u: dropped\n",
-			wc->byte_len, IWARP_RDM_HDR_LEN + in->hdr.len);
-		iwarp_rdm_owe(peer);
+		if (in->hdr.op == IWARP_RDM_EAGER &&
+		    wc->byte_len != (uint64_t)IWARP_RDM_HDR_LEN + in->hdr.len) {
+			/* shorter than its header says: garbage in the buffer */
+			FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
+				"RDM message of %u octets announced %u: "
+				"dropped\n", wc->byte_len,
+				IWARP_RDM_HDR_LEN + in->hdr.len);
+			iwarp_rdm_owe(peer);
+			whole = false;
+		}
+	}
+	if (!whole) {	/* half a message is worth nothing */
 		if (in->rx)
 			iwarp_rdm_rx_done(ep, in->rx, 0, FI_EIO);
 		if (in->ux) {
