@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * DDP (RFC 5041 §4) and RDMAP (RFC 5040 §4, Appendix A) header codecs.
- * The DDP control octet and the RDMAP control octet are read together as
- * one 16-bit word (masks in wire.h).
+ * DDP (RFC 5041 §4) and RDMAP (RFC 5040 §4, Appendix A; RFC 7306 atomics)
+ * header codecs. The DDP control octet and the RDMAP control octet are
+ * read together as one 16-bit word (masks in wire.h).
  */
 #include <errno.h>
 #include <string.h>
@@ -10,13 +10,14 @@
 #include "iwarp/wire.h"
 
 struct rdmap_op_info {
-	const char *name;
+	const char *name;	/* NULL: reserved */
 	bool tagged;
 	uint8_t qn;		/* untagged queue */
 	uint8_t extra;		/* fixed RDMAP header octets after DDP */
+	bool atomic;		/* RFC 7306 */
 };
 
-/* RFC 5040 §4.1 figure 4 */
+/* RFC 5040 §4.1 figure 4, RFC 7306 */
 static const struct rdmap_op_info rdmap_ops[RDMAP_OPCODE_MAX + 1] = {
 	[RDMAP_WRITE] = { "RDMA Write", true, 0, 0 },
 	[RDMAP_READ_REQ] = { "RDMA Read Request", false, DDP_QN_RREQ,
@@ -29,16 +30,26 @@ static const struct rdmap_op_info rdmap_ops[RDMAP_OPCODE_MAX + 1] = {
 				DDP_QN_SEND, 0 },
 	[RDMAP_TERMINATE] = { "Terminate", false, DDP_QN_TERM,
 			      RDMAP_TERM_CTRL_LEN },
+	[RDMAP_ATOMIC_REQ] = { "Atomic Request", false, DDP_QN_AREQ,
+			       RDMAP_AREQ_LEN, true },
+	[RDMAP_ATOMIC_RESP] = { "Atomic Response", false, DDP_QN_ARESP,
+				RDMAP_ARESP_LEN, true },
 };
+
+static const struct rdmap_op_info *rdmap_op(unsigned int op)
+{
+	return op <= RDMAP_OPCODE_MAX && rdmap_ops[op].name ? &rdmap_ops[op] :
+							      NULL;
+}
 
 const char *rdmap_opcode_str(unsigned int op)
 {
-	return op <= RDMAP_OPCODE_MAX ? rdmap_ops[op].name : "reserved";
+	return rdmap_op(op) ? rdmap_ops[op].name : "reserved";
 }
 
 size_t rdmap_hdr_len(unsigned int op)
 {
-	if (op > RDMAP_OPCODE_MAX)
+	if (!rdmap_op(op))
 		return 0;
 	return (rdmap_ops[op].tagged ? DDP_TAGGED_HDR : DDP_UNTAGGED_HDR) +
 	       rdmap_ops[op].extra;
@@ -74,10 +85,10 @@ int ddp_hdr_parse(const uint8_t *p, size_t len, struct ddp_hdr *h,
 	if (h->rdmap_ver > RDMAP_VERSION)
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_VERSION, "RDMAP version not 0 or 1");
-	if (h->opcode > RDMAP_OPCODE_MAX)
+	info = rdmap_op(h->opcode);
+	if (!info)
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_OPCODE, "reserved RDMAP opcode");
-	info = &rdmap_ops[h->opcode];
 	if (info->tagged != h->tagged)
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_OPCODE,
@@ -98,13 +109,21 @@ int ddp_hdr_parse(const uint8_t *p, size_t len, struct ddp_hdr *h,
 	h->mo = iw_get32(p + 14);
 	if (h->opcode != RDMAP_SEND_INV && h->opcode != RDMAP_SEND_SE_INV)
 		h->inv_stag = 0;	/* ignored by the receiver (§4.1) */
-	if (h->qn > DDP_QN_TERM)
+	/* queues 3 and 4 exist for the RFC 7306 messages only; to the
+	 * others they are as unknown as any higher number */
+	if (h->qn > (info->atomic ? DDP_QN_AREQ : DDP_QN_TERM))
 		return iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-			       DDP_ECODE_UT_INVALID_QN, "queue number > 2");
+			       DDP_ECODE_UT_INVALID_QN,
+			       "queue number out of range");
 	if (h->qn != info->qn)
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_OPCODE,
 			       "opcode on the wrong DDP queue");
+	/* atomics are single-segment too; a split one is not an atomic */
+	if (info->atomic && (h->mo != 0 || !h->last))
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_OPCODE,
+			       "Atomic message in more than one segment");
 	/* Read Requests and Terminates are single-segment messages. */
 	if (info->extra && h->mo != 0)
 		return iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED,
@@ -122,7 +141,7 @@ ssize_t ddp_hdr_build(uint8_t *buf, size_t cap, const struct ddp_hdr *h)
 	size_t n = h->tagged ? DDP_TAGGED_HDR : DDP_UNTAGGED_HDR;
 	uint16_t ctrl;
 
-	if (h->opcode > RDMAP_OPCODE_MAX || h->ddp_ver > 3 || h->rdmap_ver > 3)
+	if (!rdmap_op(h->opcode) || h->ddp_ver > 3 || h->rdmap_ver > 3)
 		return -EINVAL;
 	if (cap < n)
 		return -ENOSPC;
@@ -168,6 +187,73 @@ ssize_t rdmap_rreq_build(uint8_t *buf, size_t cap, const struct rdmap_rreq *r)
 	iw_put32(buf + 16, r->src_stag);
 	iw_put64(buf + 20, r->src_to);
 	return RDMAP_RREQ_LEN;
+}
+
+/*
+ * RFC 7306 Atomic Request: reserved(28) | opcode(4) | Request Identifier |
+ * Remote STag | Remote Tagged Offset | Add or Swap Data | Add or Swap Mask
+ * | Compare Data | Compare Mask. `len` is the whole payload.
+ */
+int rdmap_areq_parse(const uint8_t *p, size_t len, struct rdmap_areq *a,
+		     struct iw_err *err)
+{
+	if (len != RDMAP_AREQ_LEN)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_OPCODE,
+			       "Atomic Request payload is not 52 octets");
+	a->op = p[3] & 0x0f;
+	if (a->op != RDMAP_ATOMIC_FETCH_ADD && a->op != RDMAP_ATOMIC_CMP_SWAP)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_OPCODE, "unknown atomic operation");
+	a->req_id = iw_get32(p + 4);
+	a->stag = iw_get32(p + 8);
+	a->to = iw_get64(p + 12);
+	a->add_swap = iw_get64(p + 20);
+	a->add_swap_mask = iw_get64(p + 28);
+	a->compare = iw_get64(p + 36);
+	a->compare_mask = iw_get64(p + 44);
+	return 0;
+}
+
+ssize_t rdmap_areq_build(uint8_t *buf, size_t cap, const struct rdmap_areq *a)
+{
+	if (a->op != RDMAP_ATOMIC_FETCH_ADD && a->op != RDMAP_ATOMIC_CMP_SWAP)
+		return -EINVAL;
+	if (cap < RDMAP_AREQ_LEN)
+		return -ENOSPC;
+	iw_put32(buf, a->op);
+	iw_put32(buf + 4, a->req_id);
+	iw_put32(buf + 8, a->stag);
+	iw_put64(buf + 12, a->to);
+	iw_put64(buf + 20, a->add_swap);
+	iw_put64(buf + 28, a->add_swap_mask);
+	iw_put64(buf + 36, a->compare);
+	iw_put64(buf + 44, a->compare_mask);
+	return RDMAP_AREQ_LEN;
+}
+
+/* RFC 7306 Atomic Response: Original Request Identifier | Original
+ * Remote Data Value. */
+int rdmap_aresp_parse(const uint8_t *p, size_t len, struct rdmap_aresp *r,
+		      struct iw_err *err)
+{
+	if (len != RDMAP_ARESP_LEN)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_OPCODE,
+			       "Atomic Response payload is not 12 octets");
+	r->req_id = iw_get32(p);
+	r->orig = iw_get64(p + 4);
+	return 0;
+}
+
+ssize_t rdmap_aresp_build(uint8_t *buf, size_t cap,
+			  const struct rdmap_aresp *r)
+{
+	if (cap < RDMAP_ARESP_LEN)
+		return -ENOSPC;
+	iw_put32(buf, r->req_id);
+	iw_put64(buf + 4, r->orig);
+	return RDMAP_ARESP_LEN;
 }
 
 /*

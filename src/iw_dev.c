@@ -166,6 +166,26 @@ struct iw_mr *iw_stag_lookup(struct iw_dev *dev, uint32_t stag)
 	return mr;
 }
 
+void *iw_mr_translate(struct iw_pd *pd, uint32_t stag, uint64_t to,
+		      uint64_t len, unsigned int access, uint8_t *ecode)
+{
+	struct iw_mr *mr = iw_stag_lookup(pd->dev, stag);
+
+	if (!mr)
+		*ecode = RDMAP_ECODE_INVALID_STAG;
+	else if (mr->pd != pd)
+		*ecode = RDMAP_ECODE_STAG_NOT_ASSOC;
+	else if ((mr->access & access) != access)
+		*ecode = RDMAP_ECODE_ACCESS;
+	else if (to + len < to)
+		*ecode = RDMAP_ECODE_TO_WRAP;
+	else if (to < mr->base_to || to + len > mr->base_to + mr->len)
+		*ecode = RDMAP_ECODE_BASE_BOUNDS;
+	else
+		return mr->addr + (to - mr->base_to);
+	return NULL;
+}
+
 int iw_mr_reg(struct iw_pd *pd, void *addr, size_t len, uint64_t base_to,
 	      unsigned int access, struct iw_mr **mr)
 {

@@ -65,6 +65,7 @@ struct iw_swqe {
 	uint32_t inv_stag;
 	uint32_t rstag;
 	uint64_t rto;
+	uint64_t add_swap, add_swap_mask, compare, compare_mask;
 	uint32_t sent;		/* payload octets framed (Send/Write) */
 	bool done;		/* transmitted, or Read Response received */
 	enum iw_wc_status status;
@@ -91,16 +92,21 @@ struct iw_srq {
 	int nqp;
 };
 
-/* An inbound Read Request being answered (IRQ entry). */
+/* An inbound Read or Atomic Request being answered (IRQ entry); both
+ * kinds are answered in arrival order. */
 struct iw_irqe {
+	bool atomic;
 	struct rdmap_rreq rr;	/* validated when it arrived */
+	struct rdmap_areq ar;
 	uint32_t sent;
 };
 
-/* An outstanding outbound Read (ORQ entry): index into the SQ, or -1
- * for the internal zero-length Read RTR. */
+/* An outstanding outbound Read or atomic (ORQ entry): index into the
+ * SQ, or -1 for the internal zero-length Read RTR. */
 struct iw_orqe {
 	int32_t sq_idx;
+	bool atomic;
+	uint32_t req_id;	/* atomic: what the response must name */
 	uint32_t sink_stag;
 	uint64_t sink_to;
 	uint32_t len;
@@ -182,6 +188,10 @@ struct iw_qp {
 	uint32_t sq_msn;	/* next MSN of our Sends (QN 0) */
 	uint32_t rreq_msn;	/* next MSN of our Read Requests (QN 1) */
 	uint32_t term_msn;
+	uint32_t aresp_msn;	/* our Atomic Responses (QN 3) */
+	uint32_t areq_msn;	/* our Atomic Requests (QN 4) */
+	uint32_t atomic_id;	/* next Request Identifier */
+	bool atomics;		/* iw_qp_set_atomics */
 
 	struct iw_orqe *orq;
 	uint32_t orq_head, orq_count, orq_cap;
@@ -196,7 +206,7 @@ struct iw_qp {
 	struct iovec txv[IW_MAX_SGE + 3];
 	int txcnt;
 	size_t tx_left;
-	uint8_t tx_hdr[MPA_FPDU_HDR + DDP_UNTAGGED_HDR + RDMAP_RREQ_LEN];
+	uint8_t tx_hdr[MPA_FPDU_HDR + DDP_UNTAGGED_HDR + RDMAP_AREQ_LEN];
 	uint8_t tx_trl[3 + MPA_CRC_LEN];
 	uint8_t *tx_bounce;	/* markers: the whole FPDU, marked */
 	uint8_t *tx_ulpdu;	/* markers: the ULPDU gathered first */
@@ -218,7 +228,7 @@ struct iw_qp {
 	size_t stage_off, stage_len;
 	bool rx_big;		/* the last read went straight to a payload */
 	struct iw_rx rx;
-	uint32_t rx_msn[3];	/* expected MSN per untagged queue */
+	uint32_t rx_msn[DDP_QN_COUNT];	/* expected MSN per untagged queue */
 	bool rx_eof;
 	struct {
 		bool active;	/* a Send message is mid-way */
@@ -253,6 +263,11 @@ struct iw_qp {
 	size_t term_raw_len;
 	uint8_t term_copy[RDMAP_TERM_MAX];
 };
+
+static inline bool iw_wr_atomic(enum iw_wr_opcode op)
+{
+	return op == IW_WR_ATOMIC_FADD || op == IW_WR_ATOMIC_CSWAP;
+}
 
 /* iw_qp.c */
 void iw_qp_remote_fatal(struct iw_qp *qp, const struct rdmap_term *t,

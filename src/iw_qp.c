@@ -63,6 +63,7 @@ int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 		 struct iw_qp **qpp)
 {
 	struct iw_qp *qp = calloc(1, sizeof(*qp));
+	int i;
 
 	if (!qp)
 		return -ENOMEM;
@@ -84,7 +85,9 @@ int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 			goto err;
 	}
 	qp->sq_msn = qp->rreq_msn = qp->term_msn = 1;
-	qp->rx_msn[0] = qp->rx_msn[1] = qp->rx_msn[2] = 1;
+	qp->aresp_msn = qp->areq_msn = 1;
+	for (i = 0; i < DDP_QN_COUNT; i++)
+		qp->rx_msn[i] = 1;
 	if (qp->srq)
 		qp->srq->nqp++;
 	pd->nqp++;
@@ -124,8 +127,9 @@ int iw_qp_setup_full_op(struct iw_qp *qp)
 						  qp->markers_tx);
 	if (qp->mulpdu > MPA_MAX_ULPDU)
 		qp->mulpdu = MPA_MAX_ULPDU;
-	if (qp->mulpdu < DDP_UNTAGGED_HDR + RDMAP_RREQ_LEN)
-		qp->mulpdu = DDP_UNTAGGED_HDR + RDMAP_RREQ_LEN;
+	/* header-only messages are never split */
+	if (qp->mulpdu < DDP_UNTAGGED_HDR + RDMAP_AREQ_LEN)
+		qp->mulpdu = DDP_UNTAGGED_HDR + RDMAP_AREQ_LEN;
 	iw_rx_init(&qp->rx, qp->crc, qp->markers_rx, &iw_qprx_ops, qp);
 	qp->tx_mpos = 0;
 	return 0;
@@ -178,6 +182,9 @@ static enum iw_wc_opcode iw_wc_op(enum iw_wr_opcode op)
 		return IW_WC_WRITE;
 	case IW_WR_READ:
 		return IW_WC_READ;
+	case IW_WR_ATOMIC_FADD:
+	case IW_WR_ATOMIC_CSWAP:
+		return IW_WC_ATOMIC;
 	default:
 		return IW_WC_SEND;
 	}
@@ -390,10 +397,17 @@ int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr)
 	int ret;
 
 	ret = iw_sgl_len(wr->sgl, wr->num_sge, &len);
-	if (ret || wr->op > IW_WR_READ)
+	if (ret || wr->op > IW_WR_ATOMIC_CSWAP)
 		return -EINVAL;
 	if ((wr->flags & IW_WR_INLINE) &&
-	    (len > IW_MAX_INLINE || wr->op == IW_WR_READ))
+	    (len > IW_MAX_INLINE || wr->op == IW_WR_READ ||
+	     iw_wr_atomic(wr->op)))
+		return -EINVAL;
+	/* the original value goes to one 8-octet buffer or nowhere */
+	if (iw_wr_atomic(wr->op) &&
+	    (!qp->atomics || (wr->num_sge &&
+			      (wr->num_sge != 1 || len != 8 ||
+			       !wr->sgl[0].addr))))
 		return -EINVAL;
 	if (!iw_qp_can_post(qp))
 		return -ENOTCONN;
@@ -409,6 +423,13 @@ int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr)
 	w->inv_stag = wr->inv_stag;
 	w->rstag = wr->rstag;
 	w->rto = wr->rto;
+	if (iw_wr_atomic(wr->op)) {
+		w->len = 8;	/* what the completion reports */
+		w->add_swap = wr->add_swap;
+		w->add_swap_mask = wr->add_swap_mask;
+		w->compare = wr->compare;
+		w->compare_mask = wr->compare_mask;
+	}
 	if (wr->flags & IW_WR_INLINE) {
 		uint8_t *buf = qp->sq_inline + (size_t)idx * IW_MAX_INLINE;
 		uint32_t off = 0;
@@ -469,6 +490,12 @@ int iw_qp_post_recv(struct iw_qp *qp, const struct iw_recv_wr *wr)
 			iw_rx_pump(qp);
 	}
 	return ret;
+}
+
+int iw_qp_set_atomics(struct iw_qp *qp, bool on)
+{
+	qp->atomics = on;
+	return 0;
 }
 
 int iw_qp_cancel_recv(struct iw_qp *qp, void *ctx)

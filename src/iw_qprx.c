@@ -4,7 +4,8 @@
  * domain, access, bounds, MSN, MO, IRD) before a byte of it is placed,
  * and its payload goes straight to its destination: the registered region
  * (RDMA Write), the Read's sink buffers (Read Response), the posted
- * receive or the buffer chosen by ops->place (Send). Errors carry the
+ * receive or the buffer chosen by ops->place (Send). Atomic Requests and
+ * Responses (RFC 7306) are headers only. Errors carry the
  * triples Linux siw uses (RFC 5040 §7, RFC 5041 §7).
  */
 #include <errno.h>
@@ -116,6 +117,9 @@ static int iw_rx_rresp(struct iw_qp *qp, const struct iw_rx_seg *seg,
 		return iw_fail_t(err, DDP_ECODE_T_INVALID_STAG,
 				 "tagged messages intersect");
 	o = &qp->orq[qp->orq_head];
+	if (o->atomic)
+		return iw_fail_t(err, DDP_ECODE_T_INVALID_STAG,
+				 "Read Response, Atomic Response due");
 	if (h->stag != o->sink_stag)
 		return iw_fail_t(err, DDP_ECODE_T_INVALID_STAG,
 				 "Read Response to the wrong sink STag");
@@ -382,10 +386,99 @@ static int iw_rx_rreq_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 				       "Read outside the region");
 	}
 	e = &qp->irq[(qp->irq_head + qp->irq_count) % qp->irq_cap];
+	e->atomic = false;
 	e->rr = *rr;
 	e->sent = 0;
 	qp->irq_count++;
 	qp->rx_msn[DDP_QN_RREQ]++;
+	return 0;
+}
+
+/* ---- Atomic Requests (RFC 7306): checked once delivered, like Read
+ * Requests, and answered in arrival order together with them */
+
+static int iw_fail_aprot(struct iw_err *err, uint8_t ecode, const char *why)
+{
+	return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT, ecode,
+		       why);
+}
+
+static int iw_rx_areq_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
+			   struct iw_err *err)
+{
+	const struct rdmap_areq *a = &seg->areq;
+	struct iw_irqe *e;
+	struct iw_mr *mr;
+
+	if (!qp->atomics)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_OPCODE,
+			       "Atomic Request, atomics not enabled");
+	if (seg->hdr.msn != qp->rx_msn[DDP_QN_AREQ])
+		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
+				 "Atomic Request MSN out of range");
+	if (qp->irq_count >= qp->ird || qp->irq_count >= qp->irq_cap)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_CATASTROPHIC_STREAM,
+			       "more Read and Atomic Requests than IRD");
+	mr = iw_stag_lookup(qp->pd->dev, a->stag);
+	if (!mr)
+		return iw_fail_aprot(err, RDMAP_ECODE_INVALID_STAG,
+				     "Atomic on an invalid STag");
+	if (mr->pd != qp->pd)
+		return iw_fail_aprot(err, RDMAP_ECODE_STAG_NOT_ASSOC,
+				     "Atomic STag of another PD");
+	if (!(mr->access & IW_ACC_REMOTE_ATOMIC))
+		return iw_fail_aprot(err, RDMAP_ECODE_ACCESS,
+				     "Atomic without remote atomic access");
+	if (a->to + 8 < a->to)
+		return iw_fail_aprot(err, RDMAP_ECODE_TO_WRAP,
+				     "Atomic TO wraps");
+	if (a->to < mr->base_to || a->to + 8 > mr->base_to + mr->len)
+		return iw_fail_aprot(err, RDMAP_ECODE_BASE_BOUNDS,
+				     "Atomic outside the region");
+	/* the word is updated in place, so it must be a whole host word */
+	if ((uintptr_t)(mr->addr + (a->to - mr->base_to)) & 7)
+		return iw_fail_aprot(err, RDMAP_ECODE_BASE_BOUNDS,
+				     "Atomic target not 8-octet aligned");
+	e = &qp->irq[(qp->irq_head + qp->irq_count) % qp->irq_cap];
+	memset(e, 0, sizeof(*e));
+	e->atomic = true;
+	e->ar = *a;
+	qp->irq_count++;
+	qp->rx_msn[DDP_QN_AREQ]++;
+	return 0;
+}
+
+/* The requester's side: responses come in request order, so each must
+ * answer the atomic at the head of the ORQ. */
+static int iw_rx_aresp_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
+			    struct iw_err *err)
+{
+	const struct rdmap_aresp *r = &seg->aresp;
+	struct iw_orqe *o = &qp->orq[qp->orq_head];
+	struct iw_swqe *w;
+
+	if (seg->hdr.msn != qp->rx_msn[DDP_QN_ARESP])
+		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
+				 "Atomic Response MSN out of range");
+	if (!qp->orq_count || !o->atomic)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_OPCODE,
+			       "Atomic Response where none is due");
+	if (r->req_id != o->req_id)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_OPCODE,
+			       "Atomic Response for another request");
+	w = iw_orq_wqe(qp, o);
+	if (w->nsge)
+		memcpy(w->sge[0].addr, &r->orig, sizeof(r->orig));
+	qp->orq_head = (qp->orq_head + 1) % qp->orq_cap;
+	qp->orq_count--;
+	qp->rx_msn[DDP_QN_ARESP]++;
+	w->done = true;
+	w->status = IW_WC_SUCCESS;
+	iw_qp_sq_complete_ready(qp);
 	return 0;
 }
 
@@ -440,7 +533,7 @@ static int iw_qprx_start(void *arg, const struct iw_rx_seg *seg,
 	case RDMAP_SEND_SE_INV:
 		return iw_rx_send(qp, seg, dst, err);
 	default:
-		return 0;	/* Read Request, Terminate: headers only */
+		return 0;	/* Read Request, Terminate, atomics: headers */
 	}
 }
 
@@ -485,6 +578,10 @@ static int iw_qprx_done(void *arg, const struct iw_rx_seg *seg,
 		return iw_rx_rresp_done(qp, seg, err);
 	case RDMAP_READ_REQ:
 		return iw_rx_rreq_done(qp, seg, err);
+	case RDMAP_ATOMIC_REQ:
+		return iw_rx_areq_done(qp, seg, err);
+	case RDMAP_ATOMIC_RESP:
+		return iw_rx_aresp_done(qp, seg, err);
 	case RDMAP_TERMINATE:
 		iw_qp_remote_fatal(qp, &seg->term, seg->raw + DDP_UNTAGGED_HDR,
 				   seg->raw_len - DDP_UNTAGGED_HDR);

@@ -33,7 +33,8 @@ static bool iw_tx_sq_ready(const struct iw_qp *qp)
 	w = &qp->sq[qp->sq_tx & (qp->sq_size - 1)];
 	if ((w->flags & IW_WR_FENCE) && qp->orq_count)
 		return false;
-	if (w->op == IW_WR_READ && qp->orq_count >= qp->orq_cap)
+	if ((w->op == IW_WR_READ || iw_wr_atomic(w->op)) &&
+	    qp->orq_count >= qp->orq_cap)
 		return false;
 	return true;
 }
@@ -188,12 +189,45 @@ static void iw_tx_rreq(struct iw_qp *qp, int32_t sq_idx, uint32_t len,
 	o = &qp->orq[(qp->orq_head + qp->orq_count) % qp->orq_cap];
 	qp->orq_count++;
 	o->sq_idx = sq_idx;
+	o->atomic = false;
 	o->sink_stag = rr.sink_stag;
 	o->sink_to = rr.sink_to;
 	o->len = len;
 	o->got = 0;
 	rdmap_rreq_build(extra, sizeof(extra), &rr);
 	iw_tx_untagged(qp, RDMAP_READ_REQ, DDP_QN_RREQ, qp->rreq_msn++, 0,
+		       true, 0, extra, sizeof(extra), 0);
+}
+
+/* Queues the Atomic Request of an atomic; its response must name the
+ * Request Identifier kept in the ORQ entry. */
+static void iw_tx_areq(struct iw_qp *qp, int32_t sq_idx,
+		       const struct iw_swqe *w)
+{
+	struct iw_orqe *o;
+	struct rdmap_areq a = {
+		.op = w->op == IW_WR_ATOMIC_CSWAP ? RDMAP_ATOMIC_CMP_SWAP :
+						    RDMAP_ATOMIC_FETCH_ADD,
+		.req_id = qp->atomic_id++,
+		.stag = w->rstag,
+		.to = w->rto,
+		.add_swap = w->add_swap,
+		.add_swap_mask = w->add_swap_mask,
+	};
+	uint8_t extra[RDMAP_AREQ_LEN];
+
+	if (a.op == RDMAP_ATOMIC_CMP_SWAP) {
+		a.compare = w->compare;
+		a.compare_mask = w->compare_mask;
+	}
+	o = &qp->orq[(qp->orq_head + qp->orq_count) % qp->orq_cap];
+	qp->orq_count++;
+	memset(o, 0, sizeof(*o));
+	o->sq_idx = sq_idx;
+	o->atomic = true;
+	o->req_id = a.req_id;
+	rdmap_areq_build(extra, sizeof(extra), &a);
+	iw_tx_untagged(qp, RDMAP_ATOMIC_REQ, DDP_QN_AREQ, qp->areq_msn++, 0,
 		       true, 0, extra, sizeof(extra), 0);
 }
 
@@ -220,6 +254,71 @@ static uint32_t iw_seg_room(const struct iw_qp *qp, bool tagged)
 	return qp->mulpdu - (tagged ? DDP_TAGGED_HDR : DDP_UNTAGGED_HDR);
 }
 
+/* RFC 7306 FetchAdd: a set mask bit i drops the carry out of bit i. */
+static uint64_t iw_masked_add(uint64_t a, uint64_t b, uint64_t mask)
+{
+	while (b) {
+		uint64_t carry = a & b & ~mask;
+
+		a ^= b;
+		b = carry << 1;
+	}
+	return a;
+}
+
+/* Applies an Atomic Request to its target; returns the value before.
+ * A CAS loop keeps it atomic against other threads using the word. */
+static uint64_t iw_atomic_exec(uint64_t *p, const struct rdmap_areq *a)
+{
+	uint64_t old = __atomic_load_n(p, __ATOMIC_ACQUIRE), new;
+
+	do {
+		if (a->op == RDMAP_ATOMIC_FETCH_ADD)
+			new = iw_masked_add(old, a->add_swap,
+					    a->add_swap_mask);
+		else if ((old ^ a->compare) & a->compare_mask)
+			break;	/* no match: nothing to write */
+		else
+			new = (old & ~a->add_swap_mask) |
+			      (a->add_swap & a->add_swap_mask);
+	} while (!__atomic_compare_exchange_n(p, &old, new, false,
+					      __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+	return old;
+}
+
+/*
+ * The oldest Atomic Request is executed only now that every response
+ * before it has left: a Read that came first never sees its effect, one
+ * that came later always does. The target was checked on arrival; like
+ * a Read source it is looked up again in case it went away since.
+ */
+static bool iw_tx_build_aresp(struct iw_qp *qp, struct iw_irqe *e)
+{
+	struct iw_mr *mr = iw_stag_lookup(qp->pd->dev, e->ar.stag);
+	struct rdmap_aresp r = { .req_id = e->ar.req_id };
+	uint8_t extra[RDMAP_ARESP_LEN];
+
+	if (!mr || mr->pd != qp->pd) {
+		struct iw_err err;
+
+		iw_fail(&err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
+			RDMAP_ECODE_INVALID_STAG, "Atomic target went away");
+		iw_qp_fatal(qp, &err, NULL, true);
+		return false;
+	}
+	r.orig = iw_atomic_exec((uint64_t *)(void *)(mr->addr +
+						     (e->ar.to - mr->base_to)),
+				&e->ar);
+	rdmap_aresp_build(extra, sizeof(extra), &r);
+	qp->tx_src = TX_IRQ;
+	qp->tx_irq_busy = true;
+	qp->tx_msg_end = true;
+	iw_tx_untagged(qp, RDMAP_ATOMIC_RESP, DDP_QN_ARESP, qp->aresp_msn++, 0,
+		       true, 0, extra, sizeof(extra), 0);
+	return true;
+}
+
 /*
  * One segment of the oldest Read Response. The source region is looked up
  * again for every segment, so a region deregistered or invalidated while
@@ -232,6 +331,8 @@ static bool iw_tx_build_irq(struct iw_qp *qp)
 	struct iw_sge sge = { NULL, 0 };
 	int npay = 0;
 
+	if (e->atomic)
+		return iw_tx_build_aresp(qp, e);
 	if (n > left)
 		n = left;
 	if (n) {
@@ -279,6 +380,12 @@ static void iw_tx_build_sq(struct iw_qp *qp)
 		qp->tx_msg_end = true;
 		iw_tx_rreq(qp, (int32_t)(seq & (qp->sq_size - 1)), w->len,
 			   w->rstag, w->rto);
+		return;
+	}
+	if (iw_wr_atomic(w->op)) {
+		qp->tx_sq_busy = true;
+		qp->tx_msg_end = true;
+		iw_tx_areq(qp, (int32_t)(seq & (qp->sq_size - 1)), w);
 		return;
 	}
 	if (n > left)
@@ -348,8 +455,8 @@ static void iw_tx_fpdu_done(struct iw_qp *qp)
 			break;
 		qp->tx_sq_busy = false;
 		qp->sq_tx++;
-		if (w->op == IW_WR_READ)
-			break;	/* done when the Read Response arrives */
+		if (w->op == IW_WR_READ || iw_wr_atomic(w->op))
+			break;	/* done when the response arrives */
 		if (w->op != IW_WR_WRITE)
 			qp->sq_msn++;
 		w->done = true;

@@ -114,12 +114,31 @@ static int iw_rx_marker_done(struct iw_rx *rx)
 	return 0;
 }
 
+/* The largest header buffered must fit rx->hdr. */
+_Static_assert(RDMAP_AREQ_LEN <= RDMAP_TERM_MAX, "Atomic Request header");
+
 /* Octets of RDMAP header beyond DDP that are worth buffering. */
 static size_t iw_rx_extra(unsigned int op, size_t avail)
 {
-	size_t cap = op == RDMAP_READ_REQ ? RDMAP_RREQ_LEN :
-		     op == RDMAP_TERMINATE ? RDMAP_TERM_MAX : 0;
+	size_t cap;
 
+	switch (op) {
+	case RDMAP_READ_REQ:
+		cap = RDMAP_RREQ_LEN;
+		break;
+	case RDMAP_TERMINATE:
+		cap = RDMAP_TERM_MAX;
+		break;
+	case RDMAP_ATOMIC_REQ:
+		cap = RDMAP_AREQ_LEN;
+		break;
+	case RDMAP_ATOMIC_RESP:
+		cap = RDMAP_ARESP_LEN;
+		break;
+	default:
+		cap = 0;
+		break;
+	}
 	return avail < cap ? avail : cap;
 }
 
@@ -205,6 +224,12 @@ static int iw_rx_hdr_done(struct iw_rx *rx)
 	else if (seg->hdr.opcode == RDMAP_TERMINATE)
 		ret = rdmap_term_parse(ddp + base, extra, &seg->term,
 				       &rx->err);
+	else if (seg->hdr.opcode == RDMAP_ATOMIC_REQ)
+		ret = rdmap_areq_parse(ddp + base, seg->ulpdu_len - base,
+				       &seg->areq, &rx->err);
+	else if (seg->hdr.opcode == RDMAP_ATOMIC_RESP)
+		ret = rdmap_aresp_parse(ddp + base, seg->ulpdu_len - base,
+					&seg->aresp, &rx->err);
 	if (ret)
 		goto fail;
 	return iw_rx_start_payload(rx);
@@ -217,7 +242,7 @@ fail:
  * Header octets arrive in steps: ULPDU_Length; the control word, whose T
  * bit fixes the DDP header size; the DDP header, validated once complete
  * (so a Terminate can always copy it, RFC 5040 figure 10); then the
- * RDMAP header of a Read Request or Terminate.
+ * RDMAP header of a Read Request, Terminate or atomic.
  */
 static int iw_rx_hdr_progress(struct iw_rx *rx)
 {

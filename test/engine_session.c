@@ -8,8 +8,13 @@
  * MPA rev 2 peer-to-peer with CRC; the initiator sends Send, Send with
  * SE, Send with Invalidate, Send with SE and Invalidate, an RDMA Write and
  * an RDMA Read (Read Request + Read Response), the responder sends a Send
- * back, and the initiator closes abortively (Terminate). Data is checked;
- * exit 0 when everything arrived intact.
+ * back, then the initiator does an RFC 7306 FetchAdd and a CmpSwap
+ * (Atomic Request + Atomic Response each) and closes abortively
+ * (Terminate). Data is checked; exit 0 when everything arrived intact.
+ * The atomics' values go to stdout for the decoder's check:
+ *
+ *	atomic stag=0x... to=0x... add=0x... fadd_orig=0x...
+ *	       compare=0x... swap=0x... cswap_orig=0x...
  */
 #include <arpa/inet.h>
 #include <poll.h>
@@ -20,6 +25,10 @@
 #include "iwarp/engine.h"
 
 #define BIG (100 * 1024 + 7)
+#define ATOM_TO 8		/* offset mode: the second word */
+#define ATOM_INIT 0x1122334455667788ull
+#define ATOM_ADD 0x0101010101010101ull
+#define ATOM_SWAP 0xcafef00ddeadbeefull
 
 struct side {
 	const char *name;
@@ -99,6 +108,51 @@ static bool srv_down(void)
 	return srv.down;
 }
 
+static int cli_want;
+
+static bool cli_has(void)
+{
+	return cli.wc_ok >= cli_want || cli.wc_bad || srv.wc_bad;
+}
+
+/* One atomic at a time, so each goes out in a TCP segment of its own. */
+static int atomic(struct iw_listener *l, enum iw_wr_opcode op,
+		  uint32_t stag, uint64_t data, uint64_t cmp, uint64_t *res)
+{
+	struct iw_sge sge = { res, 8 };
+	struct iw_send_wr wr = {
+		.op = op, .flags = IW_WR_SIGNALED, .sgl = &sge, .num_sge = 1,
+		.rstag = stag, .rto = ATOM_TO, .add_swap = data,
+		.compare = cmp,
+	};
+
+	if (op == IW_WR_ATOMIC_CSWAP)
+		wr.add_swap_mask = wr.compare_mask = UINT64_MAX;
+	cli_want = cli.wc_ok + 1;
+	if (iw_qp_post_send(cli.qp, &wr))
+		return 1;
+	drive(l, cli_has, 5000);
+	return cli.wc_ok != cli_want || cli.wc_bad || srv.wc_bad;
+}
+
+static int atomics(struct iw_listener *l, struct iw_mr *ma, uint64_t *word)
+{
+	uint64_t fadd = 0, cswap = 0, sum = ATOM_INIT + ATOM_ADD;
+	int bad = 0;
+
+	bad |= atomic(l, IW_WR_ATOMIC_FADD, iw_mr_stag(ma), ATOM_ADD, 0,
+		      &fadd);
+	bad |= atomic(l, IW_WR_ATOMIC_CSWAP, iw_mr_stag(ma), ATOM_SWAP, sum,
+		      &cswap);
+	bad |= fadd != ATOM_INIT || cswap != sum || *word != ATOM_SWAP;
+	printf("atomic stag=0x%08x to=0x%x add=0x%016llx fadd_orig=0x%016llx "
+	       "compare=0x%016llx swap=0x%016llx cswap_orig=0x%016llx\n",
+	       iw_mr_stag(ma), ATOM_TO, (unsigned long long)ATOM_ADD,
+	       (unsigned long long)fadd, (unsigned long long)sum,
+	       (unsigned long long)ATOM_SWAP, (unsigned long long)cswap);
+	return bad;
+}
+
 static void fill(uint8_t *p, size_t n, unsigned int seed)
 {
 	while (n--)
@@ -121,11 +175,12 @@ int main(int argc, char **argv)
 {
 	static uint8_t src[BIG], wdst[BIG], rdst[BIG], rbuf[6][BIG];
 	static uint8_t inv1[64], inv2[64];
+	static uint64_t words[4] = { 0, ATOM_INIT, 0, 0 };
 	struct iw_conn_param cp = { .crc = true, .ird = 4, .ord = 4 };
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	struct iw_qp_attr ca = { .ops = &qp_ops, .arg = &cli };
 	struct iw_qp_attr sa = { .ops = &qp_ops, .arg = &srv };
-	struct iw_mr *mw, *mi1, *mi2;
+	struct iw_mr *mw, *mi1, *mi2, *ma;
 	struct iw_listener *l;
 	struct iw_dev *dev;
 	struct iw_pd *pd;
@@ -151,6 +206,10 @@ int main(int argc, char **argv)
 		  IW_ACC_REMOTE_WRITE | IW_ACC_REMOTE_READ, &mw);
 	iw_mr_reg(pd, inv1, sizeof(inv1), 0, IW_ACC_REMOTE_INVALIDATE, &mi1);
 	iw_mr_reg(pd, inv2, sizeof(inv2), 0, IW_ACC_REMOTE_INVALIDATE, &mi2);
+	iw_mr_reg(pd, words, sizeof(words), 0, IW_ACC_REMOTE_ATOMIC, &ma);
+	/* both peers carry RFC 7306 atomics (here: by construction) */
+	iw_qp_set_atomics(cli.qp, true);
+	iw_qp_set_atomics(srv.qp, true);
 	memcpy(wdst, src, sizeof(src));	/* the Read reads it back */
 	for (i = 0; i < 6; i++) {
 		struct iw_sge s = { rbuf[i], BIG };
@@ -183,6 +242,8 @@ int main(int argc, char **argv)
 	bad |= memcmp(rbuf[3], src, BIG) || memcmp(wdst, src, BIG) ||
 	       memcmp(rdst, src, BIG) || memcmp(rbuf[4], src, 77);
 	bad |= iw_mr_valid(mi1) || iw_mr_valid(mi2);
+	if (!bad)
+		bad |= atomics(l, ma, &words[ATOM_TO / 8]);
 	cli.down = true;	/* what the abort flushes is expected */
 	iw_qp_abort(cli.qp);
 	drive(l, srv_down, 3000);
@@ -194,6 +255,7 @@ int main(int argc, char **argv)
 	iw_mr_dereg(mw);
 	iw_mr_dereg(mi1);
 	iw_mr_dereg(mi2);
+	iw_mr_dereg(ma);
 	iw_listener_close(l);
 	iw_pd_free(pd);
 	iw_dev_close(dev);

@@ -757,7 +757,7 @@ int eu_pair_init(struct eu_pair *p, struct eu_env *env,
 		return rc;
 	eu_loop_add_qp(&env->loop, &p->a);
 	eu_loop_add_qp(&env->loop, &p->b);
-	rc = eu_listen(&p->lst, env->dev, 0, &cfg->resp);
+	rc = eu_listen(&p->lst, env->dev, cfg->port, &cfg->resp);
 	if (rc)
 		return rc;
 	eu_loop_add_listener(&env->loop, &p->lst);

@@ -214,6 +214,7 @@ struct eu_pair_cfg {
 	struct iw_conn_param resp;	/* responder: listen and accept */
 	struct iw_qp_attr init_attr, resp_attr;	/* ops/arg ignored */
 	int timeout_ms;			/* 0 = 5000 */
+	uint16_t port;			/* listener port, 0: the next free */
 	/* Client-server (or unenhanced) connections: the responder may
 	 * only send once the initiator's first FPDU arrived, so the helper
 	 * sends a zero-length Send into a receive it posts (ctx

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Writes the golden vectors as files, as fuzz seeds and for the tshark
- * check: golden_dump DIR [mpa|term|stream|raw].
+ * check: golden_dump DIR [mpa|term|stream|qprx|raw].
  */
 #include <stdio.h>
 #include <string.h>
@@ -32,7 +32,7 @@ int main(int argc, char **argv)
 	size_t i;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s DIR [mpa|term|stream|raw]\n",
+		fprintf(stderr, "usage: %s DIR [mpa|term|stream|qprx|raw]\n",
 			argv[0]);
 		return 2;
 	}
@@ -44,14 +44,20 @@ int main(int argc, char **argv)
 			pfx[0] = (uint8_t)g->kind;
 			ret |= put(argv[1], g->name, pfx, 1, g->bytes, g->len);
 		} else if (!strcmp(mode, "term") && g->kind >= 2 &&
-			   g->bytes[3] == 0x47) {
-			/* payload after MPA length + untagged DDP header */
+			   (g->bytes[3] == 0x47 || g->bytes[3] == 0x4a ||
+			    g->bytes[3] == 0x4b)) {
+			/* Terminate or atomic payload after MPA length +
+			 * untagged DDP header */
 			ret |= put(argv[1], g->name, "", 0, g->bytes + 20,
 				   g->len - 20 - 4);
 		} else if (!strcmp(mode, "stream") && g->kind >= 2) {
 			pfx[0] = g->kind == 2 ? 1 : 0;
 			pfx[1] = (uint8_t)i;
 			ret |= put(argv[1], g->name, pfx, 2, g->bytes, g->len);
+		} else if (!strcmp(mode, "qprx") && g->kind >= 2) {
+			/* atomics on; the FPDU as the peer's stream */
+			pfx[0] = 1;
+			ret |= put(argv[1], g->name, pfx, 1, g->bytes, g->len);
 		} else if (!strcmp(mode, "raw")) {
 			ret |= put(argv[1], g->name, "", 0, g->bytes, g->len);
 		}

@@ -310,10 +310,32 @@ static const char *rdm_entry_ok(const struct fi_info *fi)
 	EXPECT(fi->ep_attr->protocol == FI_PROTO_IWARP);
 	EXPECT(fi->ep_attr->mem_tag_format & (1ULL << 63));
 	EXPECT(fi->mode == 0);
-	EXPECT(!(fi->caps & (FI_RMA | FI_ATOMIC)));
+	/* RMA and atomics need keys we choose */
+	EXPECT(!(fi->caps & (FI_RMA | FI_ATOMIC)) ||
+	       fi->domain_attr->mr_mode == FI_MR_BASIC ||
+	       (fi->domain_attr->mr_mode & FI_MR_PROV_KEY));
 	EXPECT(fi->domain_attr->cq_data_size >= 4);
 	EXPECT(fi->domain_attr->resource_mgmt != FI_RM_UNSPEC);
 	EXPECT(fi->domain_attr->control_progress == FI_PROGRESS_MANUAL);
+	return NULL;
+}
+
+/* Open MPI btl ofi (osc rdma): one-sided on RDM, keys we choose */
+static const char *want_rdm_osc(const struct fi_info *fi)
+{
+	uint64_t dirs = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+
+	EXPECT(fi->ep_attr->type == FI_EP_RDM);
+	EXPECT((fi->caps & (FI_RMA | FI_ATOMIC | dirs)) ==
+	       (FI_RMA | FI_ATOMIC | dirs));
+	EXPECT((fi->tx_attr->caps & (FI_RMA | FI_ATOMIC | FI_READ |
+				     FI_WRITE)) ==
+	       (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE));
+	EXPECT(fi->domain_attr->mr_mode ==
+	       (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY));
+	EXPECT(fi->tx_attr->op_flags == FI_DELIVERY_COMPLETE);
+	EXPECT(fi->tx_attr->rma_iov_limit >= 1);
+	EXPECT(fi->domain_attr->av_type == FI_AV_MAP);
 	return NULL;
 }
 
@@ -809,9 +831,20 @@ static const struct gi_case cases[] = {
 		 .mr_mode = FI_MR_PROV_KEY }, .expect = -FI_ENODATA },
 	{ "caps FI_TAGGED -> ENODATA", .h = { .ep_type = FI_EP_MSG, .caps = FI_TAGGED },
 	  .expect = -FI_ENODATA },
-	{ "caps FI_ATOMIC -> ENODATA",
-	  .h = { .caps = FI_ATOMIC, .mr_mode = FI_MR_PROV_KEY },
+	{ "caps FI_ATOMIC on MSG -> ENODATA",
+	  .h = { .ep_type = FI_EP_MSG, .caps = FI_ATOMIC,
+		 .mr_mode = FI_MR_PROV_KEY },
 	  .expect = -FI_ENODATA },
+	{ "caps FI_ATOMIC without PROV_KEY -> ENODATA",
+	  .h = { .caps = FI_ATOMIC, .mr_mode = FI_MR_VIRT_ADDR },
+	  .expect = -FI_ENODATA },
+	{ "btl ofi's hints: RDM with RMA and atomics, delivery complete",
+	  .h = { .ep_type = FI_EP_RDM, .caps = FI_RMA | FI_ATOMIC,
+		 .mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+			    FI_MR_PROV_KEY,
+		 .tx_op_flags = FI_DELIVERY_COMPLETE,
+		 .av_type = FI_AV_MAP },
+	  .check = want_rdm_osc },
 	{ "caps FI_MSG|FI_MULTI_RECV -> ENODATA on MSG",
 	  .h = { .ep_type = FI_EP_MSG, .caps = FI_MSG | FI_MULTI_RECV }, .expect = -FI_ENODATA },
 	{ "caps FI_MSG|FI_DIRECTED_RECV -> ENODATA",

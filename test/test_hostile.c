@@ -8,11 +8,13 @@
  * triple, every posted work request completed exactly once, and not one
  * octet placed into a registered region. Other cases cover a listener fed
  * garbage or cut-off requests, the engine as initiator facing a broken
- * responder, a peer that stops reading, and a Terminate from the peer.
+ * responder, a peer that stops reading, a Terminate from the peer, and
+ * RFC 7306 atomics gone wrong in both directions.
  *
  * Single-threaded: the test drives the engine with its own poll loop
  * (fds, poll events, deadlines) and plays the peer on the same loop.
- * Ports 23870 upward on 127.0.0.1, one per case.
+ * Ports 23870 upward on 127.0.0.1, one per case; the atomic cases take
+ * turns on 23940-23949.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -37,6 +39,8 @@
 #include "tap.h"
 
 #define PORT_BASE 23870
+#define ATOMIC_PORT_BASE 23940	/* ten ports, reused in turn */
+#define ATOMIC_PORTS 10
 #define CASE_MS 3000		/* time bound of one case's main wait */
 #define SETUP_MS 2000
 #define FILL 0xa5		/* registered regions before each case */
@@ -56,11 +60,12 @@
 #define SLOW_TOTAL ((uint64_t)MSG_LEN * N_MSG)
 #define SLOW_LIMIT_US 50000	/* one iw_qp_progress / post call */
 #define SRC_LEN (16u << 20)
+#define ATOM_ADD 0x0102030405060708ull	/* the valid FetchAdd's operand */
 #define CASE_ALARM_S 60		/* a hung case process is killed */
 
 /* ---- registered regions, allocated once */
 
-enum { MR_W, MR_NW, MR_PD2, MR_TOP, MR_SINK, MR_SRC, N_MR };
+enum { MR_W, MR_NW, MR_PD2, MR_TOP, MR_SINK, MR_SRC, MR_ATOM, N_MR };
 
 struct mr_spec {
 	const char *name;
@@ -80,9 +85,13 @@ static const struct mr_spec mr_specs[N_MR] = {
 		     IW_ACC_REMOTE_READ },
 	/* the last octet has TO 2^64 - 2: the end is still representable */
 	[MR_TOP] = { "top-of-TO-space", 4096, false, UINT64_MAX - 4096,
-		     IW_ACC_LOCAL_WRITE | IW_ACC_REMOTE_WRITE },
+		     IW_ACC_LOCAL_WRITE | IW_ACC_REMOTE_WRITE |
+		     IW_ACC_REMOTE_ATOMIC },
 	[MR_SINK] = { "read-sink", 4096, false, 0, IW_ACC_LOCAL_WRITE },
 	[MR_SRC] = { "read-source", SRC_LEN, false, 0, IW_ACC_REMOTE_READ },
+	/* malloc'ed, so TO 0 is 8-octet aligned in memory */
+	[MR_ATOM] = { "atomic", 4096, false, 0,
+		      IW_ACC_LOCAL_WRITE | IW_ACC_REMOTE_ATOMIC },
 };
 
 static uint8_t *region[N_MR];
@@ -106,6 +115,7 @@ typedef int (*act_fn)(struct hctx *c, const struct hcase *k);
 enum {
 	PRE_RTR = 1 << 0,	/* peer sends the RTR before misbehaving */
 	PRE_READ = 1 << 1,	/* engine posts a Read the peer never answers */
+	PRE_ATOMIC = 1 << 2,	/* engine posts a FetchAdd towards the peer */
 };
 
 struct hcase {
@@ -121,6 +131,13 @@ struct hcase {
 	unsigned int count;	/* Read Requests; 0: peer's IRD + 1 */
 	unsigned int stall_ms;	/* peer stops reading that long after */
 	bool bad_crc;
+	/* atomics */
+	bool atomics;		/* iw_qp_set_atomics on the engine's QP */
+	uint8_t aop;		/* atomic operation code sent */
+	uint32_t alen;		/* atomic payload octets, 0: the right size */
+	bool split;		/* Atomic Request without the L bit */
+	uint32_t id_delta;	/* added to the Request Identifier answered */
+	unsigned short port;	/* fixed port, 0: PORT_BASE + index */
 	/* expected Terminate */
 	uint8_t layer, etype, ecode;
 	uint8_t hdr_req;	/* M/D/R bits that must be set */
@@ -140,7 +157,7 @@ struct hcase {
 
 /* ---- state of one case: the engine objects and the hostile peer */
 
-enum wr_kind { WR_RECV, WR_READ, WR_SEND };
+enum wr_kind { WR_RECV, WR_READ, WR_SEND, WR_ATOMIC };
 
 struct wrrec {
 	enum wr_kind kind;
@@ -177,6 +194,10 @@ struct peer {
 	struct iw_rx rx;
 	bool rx_on, rx_bad;
 	int n_seg, n_term, after_term, n_rreq;
+	int n_areq, n_aresp;
+	struct rdmap_areq areq;		/* the engine's last Atomic Request */
+	struct rdmap_aresp aresp;	/* the engine's last Atomic Response */
+	struct ddp_hdr aresp_hdr;
 	struct rdmap_term term;
 	uint8_t term_raw[DDP_UNTAGGED_HDR + RDMAP_TERM_MAX];
 	size_t term_raw_len;
@@ -387,6 +408,24 @@ static int post_read(struct hctx *c)
 	return post_send(c, &wr, WR_READ);
 }
 
+/* The engine's FetchAdd towards the peer; the result would land in the
+ * read sink, which must stay untouched when the response is bad. */
+static int post_atomic(struct hctx *c)
+{
+	struct iw_sge sge = { region[MR_SINK] + 64, 8 };
+	struct iw_send_wr wr = {
+		.op = IW_WR_ATOMIC_FADD,
+		.flags = IW_WR_SIGNALED,
+		.sgl = &sge,
+		.num_sge = 1,
+		.rstag = PEER_STAG,
+		.rto = 0x40,
+		.add_swap = 1,
+	};
+
+	return post_send(c, &wr, WR_ATOMIC);
+}
+
 static void lst_conn_request(void *arg, struct iw_conn_req *req,
 			     const struct iw_cm_event *ev)
 {
@@ -493,6 +532,15 @@ static int peer_seg_done(void *arg, const struct iw_rx_seg *seg,
 
 	if (seg->hdr.opcode == RDMAP_READ_REQ)
 		p->n_rreq++;
+	if (seg->hdr.opcode == RDMAP_ATOMIC_REQ) {
+		p->n_areq++;
+		p->areq = seg->areq;
+	}
+	if (seg->hdr.opcode == RDMAP_ATOMIC_RESP) {
+		p->n_aresp++;
+		p->aresp = seg->aresp;
+		p->aresp_hdr = seg->hdr;
+	}
 	if (p->sink && seg->hdr.opcode != RDMAP_TERMINATE)
 		sink_done(p->sink, p->buf, seg->payload_len);
 	if (seg->hdr.opcode != RDMAP_TERMINATE || p->n_term++)
@@ -720,6 +768,11 @@ static bool peer_eof(struct hctx *c)
 	return c->peer.eof;
 }
 
+static bool peer_saw_areq(struct hctx *c)
+{
+	return c->peer.n_areq > 0 || c->peer.eof;
+}
+
 /* ---- the peer's send side */
 
 static int peer_send(struct hctx *c, const void *buf, size_t len)
@@ -780,7 +833,7 @@ static size_t ulpdu_tagged(uint8_t *u, uint32_t stag, uint64_t to,
 	return DDP_TAGGED_HDR + len;
 }
 
-/* Untagged header; opcodes above 7 are patched in by hand because the
+/* Untagged header; reserved opcodes are patched in by hand because the
  * codec refuses to build them. */
 static size_t ulpdu_untagged(uint8_t *u, uint8_t op, uint32_t qn,
 			     uint32_t msn, uint32_t mo, uint32_t len,
@@ -789,7 +842,7 @@ static size_t ulpdu_untagged(uint8_t *u, uint8_t op, uint32_t qn,
 	struct ddp_hdr h = {
 		.last = last, .ddp_ver = DDP_VERSION,
 		.rdmap_ver = RDMAP_VERSION,
-		.opcode = op > RDMAP_OPCODE_MAX ? RDMAP_SEND : op,
+		.opcode = rdmap_hdr_len(op) ? op : RDMAP_SEND,
 		.qn = qn, .msn = msn, .mo = mo,
 	};
 
@@ -805,6 +858,33 @@ static size_t ulpdu_rreq(uint8_t *u, uint32_t msn,
 	ulpdu_untagged(u, RDMAP_READ_REQ, DDP_QN_RREQ, msn, 0, 0, true);
 	rdmap_rreq_build(u + DDP_UNTAGGED_HDR, RDMAP_RREQ_LEN, r);
 	return DDP_UNTAGGED_HDR + RDMAP_RREQ_LEN;
+}
+
+/* An Atomic Request of `len` payload octets (52 is right); an atomic
+ * operation the codec refuses is patched in. */
+static size_t ulpdu_areq(uint8_t *u, uint32_t msn, bool last,
+			 const struct rdmap_areq *a, uint32_t len)
+{
+	struct rdmap_areq ok = *a;
+	uint8_t p[RDMAP_AREQ_LEN];
+
+	ulpdu_untagged(u, RDMAP_ATOMIC_REQ, DDP_QN_AREQ, msn, 0, len, last);
+	ok.op = RDMAP_ATOMIC_FETCH_ADD;
+	rdmap_areq_build(p, sizeof(p), &ok);
+	p[3] = a->op;
+	memcpy(u + DDP_UNTAGGED_HDR, p, len < sizeof(p) ? len : sizeof(p));
+	return DDP_UNTAGGED_HDR + len;
+}
+
+static size_t ulpdu_aresp(uint8_t *u, uint32_t msn,
+			  const struct rdmap_aresp *r, uint32_t len)
+{
+	uint8_t p[RDMAP_ARESP_LEN];
+
+	ulpdu_untagged(u, RDMAP_ATOMIC_RESP, DDP_QN_ARESP, msn, 0, len, true);
+	rdmap_aresp_build(p, sizeof(p), r);
+	memcpy(u + DDP_UNTAGGED_HDR, p, len < sizeof(p) ? len : sizeof(p));
+	return DDP_UNTAGGED_HDR + len;
 }
 
 static int peer_connect(struct hctx *c)
@@ -1000,20 +1080,30 @@ static bool peer_handshake(struct hctx *c)
 	return true;
 }
 
-/* RTR, then wait for ESTABLISHED; optionally post a Read that stays
- * outstanding and wait until it is on the wire. */
-static bool peer_establish(struct hctx *c, bool read)
+/* RTR, then wait for ESTABLISHED; optionally post a Read and a FetchAdd
+ * that stay outstanding and wait until they are on the wire. */
+static bool peer_establish(struct hctx *c, bool read, bool atomic)
 {
 	if (send_rtr(c) || !drive(c, established, SETUP_MS) ||
 	    !cm_find(c, IW_CM_ESTABLISHED))
 		return false;
-	if (!read)
-		return true;
-	if (post_read(c)) {
-		tap_diag("posting the engine's Read failed");
-		return false;
+	if (read) {
+		if (post_read(c)) {
+			tap_diag("posting the engine's Read failed");
+			return false;
+		}
+		if (!drive(c, peer_saw_rreq, SETUP_MS) || c->peer.n_rreq != 1)
+			return false;
 	}
-	return drive(c, peer_saw_rreq, SETUP_MS) && c->peer.n_rreq == 1;
+	if (atomic) {
+		if (post_atomic(c)) {
+			tap_diag("posting the engine's FetchAdd failed");
+			return false;
+		}
+		if (!drive(c, peer_saw_areq, SETUP_MS) || c->peer.n_areq != 1)
+			return false;
+	}
+	return true;
 }
 
 static bool responder_setup(struct hctx *c)
@@ -1022,13 +1112,14 @@ static bool responder_setup(struct hctx *c)
 
 	if (eng_open(c) || eng_listen(c))
 		return setup_fail(c, "engine objects");
+	iw_qp_set_atomics(c->qp, k->atomics);
 	if (!peer_handshake(c))
 		return setup_fail(c, "MPA Request/Reply");
 	if (c->post_fail)
 		return setup_fail(c, "posting receives");
 	if ((k->pre & PRE_RTR) &&
-	    !peer_establish(c, k->pre & PRE_READ))
-		return setup_fail(c, "RTR / ESTABLISHED / engine Read");
+	    !peer_establish(c, k->pre & PRE_READ, k->pre & PRE_ATOMIC))
+		return setup_fail(c, "RTR / ESTABLISHED / engine Read, atomic");
 	return true;
 }
 
@@ -1073,7 +1164,7 @@ static bool wr_status_ok(const struct hctx *c, int i)
 	return false;
 }
 
-static const char *const wr_kinds[] = { "recv", "read", "send" };
+static const char *const wr_kinds[] = { "recv", "read", "send", "atomic" };
 
 /* Every posted WR completed exactly once, with a flush (or the error the
  * case allows for the receive that met the bad message). */
@@ -1299,6 +1390,95 @@ static int act_read_rtr(struct hctx *c, const struct hcase *k)
 	return peer_fpdu(c, u, n, false);
 }
 
+/* One Atomic Request at region k->mr, TO k->to, as the case bends it. */
+static int act_areq(struct hctx *c, const struct hcase *k)
+{
+	uint8_t u[DDP_UNTAGGED_HDR + 128];
+	struct rdmap_areq a = {
+		.op = k->aop, .req_id = 0x5eed, .stag = pick_stag(c, k->mr),
+		.to = k->to, .add_swap = ATOM_ADD,
+	};
+	size_t n = ulpdu_areq(u, k->msn ? k->msn : 1, !k->split, &a,
+			      k->alen ? k->alen : RDMAP_AREQ_LEN);
+
+	set_bad(c, u, n);
+	return peer_fpdu(c, u, n, false);
+}
+
+/* A 16 MiB Read, then two FetchAdds in one send: with IRD 2 the second
+ * FetchAdd is one request too many while the Read Response cannot
+ * drain (the peer stops reading). */
+static int act_areq_ird(struct hctx *c, const struct hcase *k)
+{
+	uint8_t u[DDP_UNTAGGED_HDR + RDMAP_AREQ_LEN], f[3 * 128];
+	struct rdmap_rreq r = {
+		.sink_stag = PEER_STAG, .size = SRC_LEN,
+		.src_stag = pick_stag(c, MR_SRC),
+	};
+	struct rdmap_areq a = {
+		.op = RDMAP_ATOMIC_FETCH_ADD, .stag = pick_stag(c, MR_ATOM),
+		.add_swap = 1,
+	};
+	size_t len = 0, ul;
+	ssize_t m;
+	uint32_t i;
+
+	for (i = 0; i < 3; i++) {
+		if (i == 0) {
+			ul = ulpdu_rreq(u, 1, &r);
+		} else {
+			a.req_id = i;
+			a.to = 8 * i;
+			ul = ulpdu_areq(u, i, true, &a, RDMAP_AREQ_LEN);
+		}
+		set_bad(c, u, ul);
+		m = mpa_fpdu_build(f + len, sizeof(f) - len, u, ul,
+				   c->peer.crc, false, NULL);
+		if (m < 0)
+			return (int)m;
+		len += (size_t)m;
+	}
+	if (peer_send(c, f, len))
+		return -EIO;
+	c->peer.reading = false;
+	drive(c, never, k->stall_ms);
+	c->peer.reading = true;
+	return 0;
+}
+
+/* An Atomic Response: to the engine's FetchAdd when it sent one (with
+ * k->id_delta added to its Request Identifier), else unsolicited. */
+static int act_aresp(struct hctx *c, const struct hcase *k)
+{
+	uint8_t u[DDP_UNTAGGED_HDR + 64];
+	struct rdmap_aresp r = {
+		.req_id = (c->peer.n_areq ? c->peer.areq.req_id : 0) +
+			  k->id_delta,
+		.orig = 0x1122334455667788ull,
+	};
+	size_t n = ulpdu_aresp(u, k->msn ? k->msn : 1, &r,
+			       k->alen ? k->alen : RDMAP_ARESP_LEN);
+
+	set_bad(c, u, n);
+	return peer_fpdu(c, u, n, false);
+}
+
+/* A Read Response while the engine waits for an Atomic Response. */
+static int act_rresp(struct hctx *c, const struct hcase *k)
+{
+	uint8_t u[DDP_TAGGED_HDR + 8];
+	struct ddp_hdr h = {
+		.tagged = true, .last = true, .ddp_ver = DDP_VERSION,
+		.rdmap_ver = RDMAP_VERSION, .opcode = RDMAP_READ_RESP,
+		.stag = 1, .to = 0,
+	};
+
+	ddp_hdr_build(u, DDP_TAGGED_HDR, &h);
+	memset(u + DDP_TAGGED_HDR, WFILL, 8);
+	set_bad(c, u, sizeof(u));
+	return peer_fpdu(c, u, sizeof(u), false);
+}
+
 static int act_http(struct hctx *c, const struct hcase *k)
 {
 	static const char req[] = "GET / HTTP/1.1\r\n\r\n";
@@ -1404,7 +1584,7 @@ static void run_listen(const struct hcase *k, unsigned short port)
 	tap_ok(c->n_req == 0, "%s: no conn_request callback (%d)", k->name,
 	       c->n_req);
 	peer_reset(&c->peer, MPA_REPLY);
-	ok = peer_handshake(c) && peer_establish(c, false);
+	ok = peer_handshake(c) && peer_establish(c, false, false);
 	tap_ok(ok && c->n_req == 1,
 	       "%s: listener still accepts a good connection", k->name);
 out:
@@ -1668,6 +1848,85 @@ out:
 	eng_close(c);
 }
 
+static uint64_t atom_word(size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, region[MR_ATOM] + off, sizeof(v));
+	return v;
+}
+
+/* One raw atomic from the peer, answered: the response the engine puts
+ * on the wire and the word in memory are checked. */
+static bool atomic_round(struct hctx *c, const struct rdmap_areq *a,
+			 uint32_t msn, uint64_t want_orig, uint64_t want_new)
+{
+	uint8_t u[DDP_UNTAGGED_HDR + RDMAP_AREQ_LEN];
+	const struct peer *p = &c->peer;
+	int before = p->n_aresp;
+	uint64_t end = iw_now_ms() + CASE_MS;
+	bool ok;
+
+	if (peer_fpdu(c, u, ulpdu_areq(u, msn, true, a, RDMAP_AREQ_LEN),
+		      false))
+		return false;
+	while (p->n_aresp == before && !p->eof && !p->n_term &&
+	       iw_now_ms() < end)
+		step(c, 20);
+	ok = p->n_aresp == before + 1 && p->aresp.req_id == a->req_id &&
+	     p->aresp.orig == want_orig && p->aresp_hdr.qn == DDP_QN_ARESP &&
+	     p->aresp_hdr.msn == msn && p->aresp_hdr.last &&
+	     atom_word((size_t)a->to) == want_new;
+	if (!ok)
+		tap_diag("responses %d, id %#x orig %#llx qn %u msn %u, word "
+			 "%#llx (want orig %#llx new %#llx)", p->n_aresp,
+			 p->aresp.req_id,
+			 (unsigned long long)p->aresp.orig,
+			 p->aresp_hdr.qn, p->aresp_hdr.msn,
+			 (unsigned long long)atom_word((size_t)a->to),
+			 (unsigned long long)want_orig,
+			 (unsigned long long)want_new);
+	return ok;
+}
+
+/* Well-formed atomics from a raw peer: FetchAdd, then a CmpSwap that
+ * matches, on one word; the connection stays up. */
+static void run_atomic_ok(const struct hcase *k, unsigned short port)
+{
+	struct hctx *c = ctx_new(k, port);
+	uint64_t fill, sum, swap = 0x0123456789abcdefull;
+	struct rdmap_areq a = {
+		.op = RDMAP_ATOMIC_FETCH_ADD, .req_id = 0x5eed, .to = 16,
+		.add_swap = ATOM_ADD,
+	};
+	bool ok;
+
+	memset(&fill, FILL, sizeof(fill));
+	sum = fill + ATOM_ADD;
+	if (!responder_setup(c))
+		goto out;
+	a.stag = pick_stag(c, MR_ATOM);
+	ok = atomic_round(c, &a, 1, fill, sum);
+	tap_ok(ok, "%s: FetchAdd answered with the old value on QN 3, word "
+	       "updated", k->name);
+	a.op = RDMAP_ATOMIC_CMP_SWAP;
+	a.req_id = 0x5eee;
+	a.add_swap = swap;
+	a.add_swap_mask = UINT64_MAX;
+	a.compare = sum;
+	a.compare_mask = UINT64_MAX;
+	ok = atomic_round(c, &a, 2, sum, swap);
+	tap_ok(ok, "%s: CmpSwap answered in order (MSN 2), word swapped",
+	       k->name);
+	drive(c, never, 50);
+	tap_ok(!c->peer.n_term && iw_qp_state(c->qp) == IW_QPS_RTS &&
+	       !cm_find(c, IW_CM_ERROR),
+	       "%s: no Terminate, QP still RTS (%s)", k->name,
+	       iw_qp_state_str(iw_qp_state(c->qp)));
+out:
+	eng_close(c);
+}
+
 /* ---- the cases */
 
 #define TERM_CASE .run = run_term, .pre = PRE_RTR | PRE_READ
@@ -1682,6 +1941,12 @@ out:
 	.hdr_req = RDMAP_TERM_M | RDMAP_TERM_D | RDMAP_TERM_R
 #define MPA_ERR(code) .layer = IW_LAYER_LLP, .etype = MPA_ETYPE, \
 	.ecode = (code), .hdr_req = 0
+/* R copies Read Requests only: an atomic's Terminate has M and D */
+#define ATOMIC_PROT_ERR(code) .layer = IW_LAYER_RDMAP, \
+	.etype = RDMAP_ETYPE_REMOTE_PROT, .ecode = (code), \
+	.hdr_req = RDMAP_TERM_M | RDMAP_TERM_D
+#define ATOMIC_CASE(i) .run = run_term, RECVS(4, RECV_BUF), \
+	.port = ATOMIC_PORT_BASE + (i) % ATOMIC_PORTS
 
 static const struct hcase cases[] = {
 	/* tagged RDMA Writes (RFC 5041 §7.2, tagged buffer errors) */
@@ -1768,6 +2033,72 @@ static const struct hcase cases[] = {
 	  .pre = PRE_RTR | PRE_READ, RECVS(4, RECV_BUF), .read_rem = true,
 	  .layer = IW_LAYER_RDMAP, .etype = RDMAP_ETYPE_REMOTE_OP,
 	  .ecode = RDMAP_ECODE_OPCODE },
+	/* RFC 7306 Atomic Requests at the engine */
+	{ "atomics: FetchAdd and CmpSwap from a raw peer",
+	  .run = run_atomic_ok, .pre = PRE_RTR, RECVS(4, RECV_BUF),
+	  .atomics = true, .port = ATOMIC_PORT_BASE },
+	{ "atomic request while atomics are off", ATOMIC_CASE(1),
+	  .pre = PRE_RTR | PRE_READ, .act = act_areq, .mr = MR_ATOM,
+	  RDMAP_OP_ERR(RDMAP_ECODE_OPCODE) },
+	{ "atomic request with atomic operation 1", ATOMIC_CASE(2),
+	  .pre = PRE_RTR | PRE_READ, .atomics = true, .act = act_areq,
+	  .mr = MR_ATOM, .aop = 1, RDMAP_OP_ERR(RDMAP_ECODE_OPCODE) },
+	{ "atomic request of 44 octets", ATOMIC_CASE(3),
+	  .pre = PRE_RTR | PRE_READ, .atomics = true, .act = act_areq,
+	  .mr = MR_ATOM, .alen = 44, RDMAP_OP_ERR(RDMAP_ECODE_OPCODE) },
+	{ "atomic request of 60 octets", ATOMIC_CASE(4),
+	  .pre = PRE_RTR | PRE_READ, .atomics = true, .act = act_areq,
+	  .mr = MR_ATOM, .alen = 60, RDMAP_OP_ERR(RDMAP_ECODE_OPCODE) },
+	{ "atomic request without the L bit", ATOMIC_CASE(5),
+	  .pre = PRE_RTR | PRE_READ, .atomics = true, .act = act_areq,
+	  .mr = MR_ATOM, .split = true, RDMAP_OP_ERR(RDMAP_ECODE_OPCODE) },
+	{ "atomic request on an unregistered STag", ATOMIC_CASE(6),
+	  .pre = PRE_RTR | PRE_READ, .atomics = true, .act = act_areq,
+	  .mr = -1, ATOMIC_PROT_ERR(RDMAP_ECODE_INVALID_STAG) },
+	{ "atomic request on an STag of another PD", ATOMIC_CASE(7),
+	  .pre = PRE_RTR | PRE_READ, .atomics = true, .act = act_areq,
+	  .mr = MR_PD2, ATOMIC_PROT_ERR(RDMAP_ECODE_STAG_NOT_ASSOC) },
+	{ "atomic request without remote atomic access", ATOMIC_CASE(8),
+	  .pre = PRE_RTR | PRE_READ, .atomics = true, .act = act_areq,
+	  .mr = MR_W, ATOMIC_PROT_ERR(RDMAP_ECODE_ACCESS) },
+	{ "atomic request at a misaligned TO", ATOMIC_CASE(9),
+	  .pre = PRE_RTR | PRE_READ, .atomics = true, .act = act_areq,
+	  .mr = MR_ATOM, .to = 4, ATOMIC_PROT_ERR(RDMAP_ECODE_BASE_BOUNDS) },
+	{ "atomic request out of bounds", ATOMIC_CASE(10),
+	  .pre = PRE_RTR | PRE_READ, .atomics = true, .act = act_areq,
+	  .mr = MR_ATOM, .to = 4096,
+	  ATOMIC_PROT_ERR(RDMAP_ECODE_BASE_BOUNDS) },
+	{ "atomic request with TO wrap", ATOMIC_CASE(11),
+	  .pre = PRE_RTR | PRE_READ, .atomics = true, .act = act_areq,
+	  .mr = MR_TOP, .to = UINT64_MAX - 3,
+	  ATOMIC_PROT_ERR(RDMAP_ECODE_TO_WRAP) },
+	{ "atomic request with MSN out of range", ATOMIC_CASE(12),
+	  .pre = PRE_RTR | PRE_READ, .atomics = true, .act = act_areq,
+	  .mr = MR_ATOM, .msn = 2,
+	  DDP_ERR(DDP_ETYPE_UNTAGGED, DDP_ECODE_UT_MSN_RANGE) },
+	{ "atomic requests with a Read beyond IRD", ATOMIC_CASE(13),
+	  .pre = PRE_RTR | PRE_READ, .atomics = true, .act = act_areq_ird,
+	  .stall_ms = 300, .ms = 10000,
+	  RDMAP_OP_ERR(RDMAP_ECODE_CATASTROPHIC_STREAM) },
+	/* RFC 7306 Atomic Responses at the engine as requester */
+	{ "atomic response while a Read is due", ATOMIC_CASE(14),
+	  .pre = PRE_RTR | PRE_READ, .atomics = true, .act = act_aresp,
+	  RDMAP_OP_ERR(RDMAP_ECODE_OPCODE) },
+	{ "atomic response with nothing outstanding", ATOMIC_CASE(15),
+	  .pre = PRE_RTR, .atomics = true, .act = act_aresp,
+	  RDMAP_OP_ERR(RDMAP_ECODE_OPCODE) },
+	{ "atomic response with a wrong request id", ATOMIC_CASE(16),
+	  .pre = PRE_RTR | PRE_ATOMIC, .atomics = true, .act = act_aresp,
+	  .id_delta = 1, RDMAP_OP_ERR(RDMAP_ECODE_OPCODE) },
+	{ "atomic response of 11 octets", ATOMIC_CASE(17),
+	  .pre = PRE_RTR | PRE_ATOMIC, .atomics = true, .act = act_aresp,
+	  .alen = 11, RDMAP_OP_ERR(RDMAP_ECODE_OPCODE) },
+	{ "atomic response with MSN out of range", ATOMIC_CASE(18),
+	  .pre = PRE_RTR | PRE_ATOMIC, .atomics = true, .act = act_aresp,
+	  .msn = 2, DDP_ERR(DDP_ETYPE_UNTAGGED, DDP_ECODE_UT_MSN_RANGE) },
+	{ "read response where an atomic response is due", ATOMIC_CASE(19),
+	  .pre = PRE_RTR | PRE_ATOMIC, .atomics = true, .act = act_rresp,
+	  DDP_ERR(DDP_ETYPE_TAGGED, DDP_ECODE_T_INVALID_STAG) },
 };
 
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
@@ -1897,8 +2228,8 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < N_CASES; i++)
 		if (!only || strstr(cases[i].name, only))
-			run_isolated(&cases[i],
-				     (unsigned short)(PORT_BASE + i));
+			run_isolated(&cases[i], cases[i].port ? cases[i].port :
+					(unsigned short)(PORT_BASE + i));
 	for (j = 0; j < N_MR; j++)
 		free(region[j]);
 	free(slow_src);

@@ -74,6 +74,17 @@ static int rec_start(void *arg, const struct iw_rx_seg *s,
 			   s->term.layer, s->term.etype, s->term.ecode,
 			   s->term.hdrct, s->term.seg_len, s->term.ddp_hdr_len,
 			   s->term.has_rreq);
+	if (h->opcode == RDMAP_ATOMIC_REQ)
+		rec_printf(r, " areq=%u/%u/%08x/%llx/%llx/%llx/%llx/%llx",
+			   s->areq.op, s->areq.req_id, s->areq.stag,
+			   (unsigned long long)s->areq.to,
+			   (unsigned long long)s->areq.add_swap,
+			   (unsigned long long)s->areq.add_swap_mask,
+			   (unsigned long long)s->areq.compare,
+			   (unsigned long long)s->areq.compare_mask);
+	if (h->opcode == RDMAP_ATOMIC_RESP)
+		rec_printf(r, " aresp=%u/%llx", s->aresp.req_id,
+			   (unsigned long long)s->aresp.orig);
 	rec_printf(r, "\n");
 	dst->buf = s->payload_len ? r->payload : NULL;
 	dst->len = s->payload_len;
@@ -245,6 +256,18 @@ static const struct fpdu_expect fpdu_expects[] = {
 				   "inv=00000000 qn=2 msn=1 mo=0 term=1/1/1 "
 				   "hdrct=6 seglen=14 ddp=14 rreq=0\n"
 				   "done payload= crc32c=00000000\n" },
+	{ "atomic_fetch_add", "start op=10 T=0 L=1 ulpdu=70 plen=0 "
+			      "inv=00000000 qn=4 msn=1 mo=0 areq=0/7/0badf00d/"
+			      "1000/101010101010101/8000000080000000/0/0\n"
+			      "done payload= crc32c=00000000\n" },
+	{ "atomic_cmp_swap", "start op=10 T=0 L=1 ulpdu=70 plen=0 "
+			     "inv=00000000 qn=4 msn=2 mo=0 areq=2/8/0badf00d/"
+			     "1008/cafef00ddeadbeef/ffffffff00000000/"
+			     "1122334455667788/ffff\n"
+			     "done payload= crc32c=00000000\n" },
+	{ "atomic_resp", "start op=11 T=0 L=1 ulpdu=30 plen=0 inv=00000000 "
+			 "qn=3 msn=1 mo=0 aresp=7/1122334455667788\n"
+			 "done payload= crc32c=00000000\n" },
 };
 
 static bool is_fpdu(const struct golden *g)
@@ -310,6 +333,22 @@ static void test_hdr_build(void)
 			    memcmp(buf, ddp + 18, 28))
 				ok = 0;
 		}
+		if (h.opcode == RDMAP_ATOMIC_REQ) {
+			struct rdmap_areq a;
+
+			if (rdmap_areq_parse(ddp + 18, 52, &a, &err) ||
+			    rdmap_areq_build(buf, sizeof(buf), &a) != 52 ||
+			    memcmp(buf, ddp + 18, 52))
+				ok = 0;
+		}
+		if (h.opcode == RDMAP_ATOMIC_RESP) {
+			struct rdmap_aresp a;
+
+			if (rdmap_aresp_parse(ddp + 18, 12, &a, &err) ||
+			    rdmap_aresp_build(buf, sizeof(buf), &a) != 12 ||
+			    memcmp(buf, ddp + 18, 12))
+				ok = 0;
+		}
 		if (h.opcode == RDMAP_TERMINATE) {
 			struct rdmap_term t;
 			size_t tl = iw_get16(g->bytes) - 18;
@@ -321,9 +360,9 @@ static void test_hdr_build(void)
 				ok = 0;
 		}
 	}
-	tap_ok(ok && count >= 15,
-	       "ddp/rdmap/terminate builders reproduce %d golden headers",
-	       count);
+	tap_ok(ok && count >= 18,
+	       "ddp/rdmap/terminate/atomic builders reproduce %d golden "
+	       "headers", count);
 }
 
 /* ---- the concatenated golden stream, re-chunked */
@@ -793,6 +832,93 @@ static int bad_rreq_len(struct iw_err *err)
 	return rx.state == IW_RX_ERROR ? -EPROTO : 0;
 }
 
+/* An atomic golden re-framed with `len` octets after its DDP header. */
+static int atomic_len(struct iw_err *err, const char *golden, size_t len)
+{
+	const struct golden *g = find_golden(golden);
+	uint8_t u[128] = { 0 }, f[160];
+	struct iw_rx rx;
+	ssize_t n;
+
+	memcpy(u, g->bytes + 2, iw_get16(g->bytes));
+	n = mpa_fpdu_build(f, sizeof(f), u, DDP_UNTAGGED_HDR + len, true,
+			   false, NULL);
+	iw_rx_init(&rx, true, false, NULL, NULL);
+	iw_rx_feed(&rx, f, (size_t)n);
+	*err = rx.err;
+	return rx.state == IW_RX_ERROR ? -EPROTO : 0;
+}
+
+static int bad_areq_51(struct iw_err *err)
+{
+	return atomic_len(err, "atomic_fetch_add", 51);
+}
+
+static int bad_areq_53(struct iw_err *err)
+{
+	return atomic_len(err, "atomic_cmp_swap", 53);
+}
+
+static int bad_aresp_11(struct iw_err *err)
+{
+	return atomic_len(err, "atomic_resp", 11);
+}
+
+static int bad_areq_op1(struct iw_err *err)
+{
+	/* FetchAdd 0 -> 1, between FetchAdd and CmpSwap */
+	return rx_patched(err, "atomic_fetch_add", 2 + 18 + 3, 1, true);
+}
+
+static int bad_areq_op15(struct iw_err *err)
+{
+	return rx_patched(err, "atomic_cmp_swap", 2 + 18 + 3, 0x02 ^ 0x0f,
+			  true);
+}
+
+static int bad_areq_not_last(struct iw_err *err)
+{
+	return rx_patched(err, "atomic_fetch_add", 2, 0x40, true);
+}
+
+static int bad_areq_mo(struct iw_err *err)
+{
+	return rx_patched(err, "atomic_fetch_add", 2 + 17, 52, true);
+}
+
+static int bad_areq_qn3(struct iw_err *err)
+{
+	/* an Atomic Request on the Atomic Response queue */
+	return rx_patched(err, "atomic_fetch_add", 2 + 9, 4 ^ 3, true);
+}
+
+static int bad_areq_qn5(struct iw_err *err)
+{
+	return rx_patched(err, "atomic_fetch_add", 2 + 9, 4 ^ 5, true);
+}
+
+static int bad_aresp_qn4(struct iw_err *err)
+{
+	return rx_patched(err, "atomic_resp", 2 + 9, 3 ^ 4, true);
+}
+
+static int bad_send_qn4(struct iw_err *err)
+{
+	/* queue 4 exists for Atomic Requests only */
+	return rx_patched(err, "send_pad3", 11, 4, true);
+}
+
+static int bad_opcode_9(struct iw_err *err)
+{
+	/* RFC 7306 Immediate Data with SE: not carried here */
+	return rx_patched(err, "send_pad3", 3, 0x03 ^ 0x09, true);
+}
+
+static int bad_opcode_12(struct iw_err *err)
+{
+	return rx_patched(err, "send_pad3", 3, 0x03 ^ 0x0c, true);
+}
+
 static int term_fpdu(struct iw_err *err, const char *golden, size_t cut,
 		     uint8_t hdrct)
 {
@@ -889,6 +1015,19 @@ static const struct bad bads[] = {
 	{ "Terminate R copy cut short", bad_term_r_cut, 0, 2, 7 },
 	{ "Terminate claims R without room", bad_term_r_claimed, 0, 2, 7 },
 	{ "Terminate M without segment length", bad_term_m_no_len, 0, 2, 7 },
+	{ "reserved opcode 9", bad_opcode_9, 0, 2, 6 },
+	{ "reserved opcode 12", bad_opcode_12, 0, 2, 6 },
+	{ "Atomic Request of 51 octets", bad_areq_51, 0, 2, 6 },
+	{ "Atomic Request of 53 octets", bad_areq_53, 0, 2, 6 },
+	{ "Atomic Response of 11 octets", bad_aresp_11, 0, 2, 6 },
+	{ "atomic operation 1", bad_areq_op1, 0, 2, 6 },
+	{ "atomic operation 15", bad_areq_op15, 0, 2, 6 },
+	{ "Atomic Request without L", bad_areq_not_last, 0, 2, 6 },
+	{ "Atomic Request with MO 52", bad_areq_mo, 0, 2, 6 },
+	{ "Atomic Request on QN 3", bad_areq_qn3, 0, 2, 6 },
+	{ "Atomic Request on QN 5", bad_areq_qn5, 1, 2, 1 },
+	{ "Atomic Response on QN 4", bad_aresp_qn4, 0, 2, 6 },
+	{ "Send on QN 4", bad_send_qn4, 1, 2, 1 },
 	{ "truncated DDP headers ask for more", bad_hdr_truncated, 9, 9, 9 },
 };
 
@@ -975,6 +1114,53 @@ static void test_err_names(void)
 	       rdmap_hdr_len(RDMAP_READ_REQ) == 46 &&
 	       rdmap_hdr_len(RDMAP_WRITE) == 14 && rdmap_hdr_len(12) == 0,
 	       "opcode table: names and header sizes");
+	tap_ok(!strcmp(rdmap_opcode_str(10), "Atomic Request") &&
+	       !strcmp(rdmap_opcode_str(11), "Atomic Response") &&
+	       !strcmp(rdmap_opcode_str(8), "reserved") &&
+	       rdmap_hdr_len(RDMAP_ATOMIC_REQ) == 70 &&
+	       rdmap_hdr_len(RDMAP_ATOMIC_RESP) == 30 && rdmap_hdr_len(8) == 0,
+	       "opcode table: RFC 7306 atomics, Immediate Data reserved");
+}
+
+/* Atomic header codecs beyond the golden round trips. */
+static void test_atomic_codec(void)
+{
+	const struct golden *g = find_golden("atomic_fetch_add");
+	struct rdmap_areq a = {
+		.op = RDMAP_ATOMIC_FETCH_ADD, .req_id = 7, .stag = 0x0badf00d,
+		.to = 0x1000, .add_swap = 0x0101010101010101ull,
+		.add_swap_mask = 0x8000000080000000ull,
+	}, b;
+	struct rdmap_aresp r = { 1, 2 };
+	struct ddp_hdr h = {
+		.last = true, .ddp_ver = DDP_VERSION,
+		.rdmap_ver = RDMAP_VERSION, .opcode = RDMAP_ATOMIC_REQ,
+		.qn = DDP_QN_AREQ, .msn = 1,
+	};
+	struct iw_err err;
+	uint8_t buf[128], p[RDMAP_AREQ_LEN];
+
+	tap_ok(ddp_hdr_build(buf, sizeof(buf), &h) == DDP_UNTAGGED_HDR &&
+	       rdmap_areq_build(buf + 18, sizeof(buf) - 18, &a) == 52 &&
+	       !memcmp(buf, g->bytes + 2, 70),
+	       "Atomic Request built from fields matches the golden octets");
+	memcpy(p, g->bytes + 20, sizeof(p));
+	p[0] = 0xff;
+	p[3] |= 0xf0;
+	tap_ok(rdmap_areq_parse(p, sizeof(p), &b, &err) == 0 &&
+	       b.op == RDMAP_ATOMIC_FETCH_ADD && b.req_id == 7 &&
+	       b.add_swap_mask == a.add_swap_mask,
+	       "Atomic Request: reserved bits are ignored");
+	a.op = 1;
+	tap_ok(rdmap_areq_build(buf, sizeof(buf), &a) == -EINVAL,
+	       "Atomic Request build refuses atomic operation 1");
+	a.op = RDMAP_ATOMIC_CMP_SWAP;
+	tap_ok(rdmap_areq_build(buf, 51, &a) == -ENOSPC &&
+	       rdmap_aresp_build(buf, 11, &r) == -ENOSPC,
+	       "atomic builders: short buffer -> -ENOSPC");
+	h.opcode = 9;
+	tap_ok(ddp_hdr_build(buf, sizeof(buf), &h) == -EINVAL,
+	       "DDP header build refuses reserved opcode 9");
 }
 
 int main(void)
@@ -990,5 +1176,6 @@ int main(void)
 	test_error_sticky();
 	test_build_limits();
 	test_err_names();
+	test_atomic_codec();
 	return tap_done();
 }

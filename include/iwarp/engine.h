@@ -54,6 +54,8 @@ enum {
 	IW_ACC_REMOTE_WRITE = 1 << 2,
 	/* a Send with Invalidate from the peer may invalidate the STag */
 	IW_ACC_REMOTE_INVALIDATE = 1 << 3,
+	/* the target of the peer's RFC 7306 Atomic Requests */
+	IW_ACC_REMOTE_ATOMIC = 1 << 4,
 };
 
 /*
@@ -70,6 +72,15 @@ int iw_mr_invalidate(struct iw_mr *mr);
 bool iw_mr_valid(const struct iw_mr *mr);
 /* Makes the region valid again under a new key; returns the new STag. */
 uint32_t iw_mr_rekey(struct iw_mr *mr);
+/*
+ * For operations the layer above carries itself (software atomics): the
+ * host address of [to, to + len) under an STag of this PD that grants
+ * every right in `access`, or NULL with *ecode set to the RDMAP error
+ * code (RDMAP_ECODE_INVALID_STAG, _STAG_NOT_ASSOC, _ACCESS, _TO_WRAP,
+ * _BASE_BOUNDS) that an RDMA operation would have been refused with.
+ */
+void *iw_mr_translate(struct iw_pd *pd, uint32_t stag, uint64_t to,
+		      uint64_t len, unsigned int access, uint8_t *ecode);
 
 /* ---- work requests and completions */
 
@@ -89,14 +100,26 @@ enum iw_wr_opcode {
 	IW_WR_SEND_SE_INV,
 	IW_WR_WRITE,
 	IW_WR_READ,
+	IW_WR_ATOMIC_FADD,	/* RFC 7306 FetchAdd */
+	IW_WR_ATOMIC_CSWAP,	/* RFC 7306 CmpSwap */
 };
 
 enum {
 	IW_WR_SIGNALED = 1 << 0,	/* report a completion on success */
-	IW_WR_FENCE = 1 << 1,		/* start after all earlier Reads */
+	IW_WR_FENCE = 1 << 1,		/* start after earlier Reads, atomics */
 	IW_WR_INLINE = 1 << 2,		/* copy the payload at post time */
 };
 
+/*
+ * Atomics (iw_qp_set_atomics) work on the peer's 8-octet word at rstag/
+ * rto, which must be 8-octet aligned in its memory. FetchAdd adds
+ * add_swap; a set bit i of add_swap_mask keeps the carry out of bit i
+ * from reaching bit i + 1 (0: a plain 64-bit add). CmpSwap replaces the
+ * add_swap_mask bits with those of add_swap when the compare_mask bits
+ * equal those of compare. The word's value before the operation is
+ * written in host order to the single 8-octet entry of sgl, or dropped
+ * when num_sge is 0.
+ */
 struct iw_send_wr {
 	void *ctx;
 	enum iw_wr_opcode op;
@@ -106,6 +129,8 @@ struct iw_send_wr {
 	uint32_t inv_stag;		/* Send with Invalidate */
 	uint32_t rstag;			/* Write: sink; Read: source */
 	uint64_t rto;
+	uint64_t add_swap, add_swap_mask;	/* atomics */
+	uint64_t compare, compare_mask;		/* CmpSwap */
 };
 
 struct iw_recv_wr {
@@ -119,6 +144,7 @@ enum iw_wc_opcode {
 	IW_WC_WRITE,
 	IW_WC_READ,
 	IW_WC_RECV,
+	IW_WC_ATOMIC,	/* its response arrived; byte_len 8 */
 };
 
 enum iw_wc_status {
@@ -279,12 +305,21 @@ int iw_qp_disconnect(struct iw_qp *qp);
 /* Abortive close: Terminate (local catastrophic), then reset. */
 int iw_qp_abort(struct iw_qp *qp);
 
-/* -EAGAIN queue full, -ENOTCONN closed/in error, -EINVAL bad request. */
+/* -EAGAIN queue full, -ENOTCONN closed/in error, -EINVAL bad request
+ * (an atomic while atomics are off, too). */
 int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr);
 int iw_qp_post_recv(struct iw_qp *qp, const struct iw_recv_wr *wr);
 /* Removes a posted receive that no Send has begun to fill; its
  * completion (IW_WC_FLUSHED) runs now. -ENOENT if there is none. */
 int iw_qp_cancel_recv(struct iw_qp *qp, void *ctx);
+/*
+ * RFC 7306 atomics in both directions, off by default: RFC 5040 has no
+ * way to ask, so the layer above turns them on once both peers said
+ * (e.g. in private data) that they carry them. While off, posting one
+ * is -EINVAL and the peer's Atomic Request terminates (RDMAP/2/6).
+ * Atomics count against ORD and the peer's IRD like Reads.
+ */
+int iw_qp_set_atomics(struct iw_qp *qp, bool on);
 
 int iw_qp_fd(const struct iw_qp *qp);
 short iw_qp_poll_events(const struct iw_qp *qp);

@@ -24,6 +24,8 @@ struct iw_rx_seg {
 	uint32_t payload_len;	/* ULPDU minus DDP and RDMAP headers */
 	struct rdmap_rreq rreq;	/* RDMAP_READ_REQ */
 	struct rdmap_term term;	/* RDMAP_TERMINATE */
+	struct rdmap_areq areq;	/* RDMAP_ATOMIC_REQ */
+	struct rdmap_aresp aresp;	/* RDMAP_ATOMIC_RESP */
 	const uint8_t *raw;	/* DDP header onwards, as received */
 	size_t raw_len;
 };

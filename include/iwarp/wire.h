@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iWARP wire formats: MPA (RFC 5044, RFC 6581), DDP (RFC 5041) and
- * RDMAP (RFC 5040). All fields on the wire are big-endian; nothing here
- * uses C bitfields. Parsers take bytes and return a validated host-order
- * struct or the exact protocol error (layer, type, code).
+ * RDMAP (RFC 5040, RFC 7306 atomics). All fields on the wire are
+ * big-endian; nothing here uses C bitfields. Parsers take bytes and
+ * return a validated host-order struct or the exact protocol error
+ * (layer, type, code).
  *
  * Return contract of every parser: 0 success, -EAGAIN the input is too
  * short to decide (feed more bytes), -EPROTO the input is invalid and
@@ -253,7 +254,8 @@ size_t mpa_marked_len(size_t len, uint64_t pos);
 ssize_t mpa_marker_strip(uint8_t *out, size_t cap, const uint8_t *in,
 			 size_t len, uint64_t pos, struct iw_err *err);
 
-/* ---- DDP and RDMAP headers (RFC 5041 §4, RFC 5040 §4, App. A) */
+/* ---- DDP and RDMAP headers (RFC 5041 §4, RFC 5040 §4, App. A,
+ * RFC 7306 atomics) */
 
 #define DDP_CTRL_T 0x8000
 #define DDP_CTRL_L 0x4000
@@ -266,6 +268,8 @@ ssize_t mpa_marker_strip(uint8_t *out, size_t cap, const uint8_t *in,
 #define DDP_TAGGED_HDR 14
 #define DDP_UNTAGGED_HDR 18
 #define RDMAP_RREQ_LEN 28
+#define RDMAP_AREQ_LEN 52	/* RFC 7306 Atomic Request header */
+#define RDMAP_ARESP_LEN 12	/* RFC 7306 Atomic Response header */
 #define RDMAP_TERM_CTRL_LEN 4
 #define RDMAP_TERM_MAX (RDMAP_TERM_CTRL_LEN + 2 + DDP_UNTAGGED_HDR + \
 			RDMAP_RREQ_LEN)
@@ -279,17 +283,24 @@ enum rdmap_opcode {
 	RDMAP_SEND_SE = 5,
 	RDMAP_SEND_SE_INV = 6,
 	RDMAP_TERMINATE = 7,
-	RDMAP_OPCODE_MAX = 7,
+	/* RFC 7306; 8 and 9 (Immediate Data) stay reserved here */
+	RDMAP_ATOMIC_REQ = 0xa,
+	RDMAP_ATOMIC_RESP = 0xb,
+	RDMAP_OPCODE_MAX = 0xb,
 };
 
 enum ddp_qn {
 	DDP_QN_SEND = 0,
 	DDP_QN_RREQ = 1,
 	DDP_QN_TERM = 2,
+	DDP_QN_ARESP = 3,	/* RFC 7306: the requester's Atomic Responses */
+	DDP_QN_AREQ = 4,	/* the responder's Atomic Requests */
+	DDP_QN_COUNT = 5,
 };
 
 const char *rdmap_opcode_str(unsigned int op);
-/* Header octets (DDP + RDMAP fixed part) an opcode carries. */
+/* Header octets (DDP + RDMAP fixed part) an opcode carries; 0 for a
+ * reserved opcode. */
 size_t rdmap_hdr_len(unsigned int op);
 
 struct ddp_hdr {
@@ -326,6 +337,39 @@ struct rdmap_rreq {
 int rdmap_rreq_parse(const uint8_t *p, size_t len, struct rdmap_rreq *r,
 		     struct iw_err *err);
 ssize_t rdmap_rreq_build(uint8_t *buf, size_t cap, const struct rdmap_rreq *r);
+
+/* RFC 7306 Atomic Operation codes (low nibble of the first word) */
+enum {
+	RDMAP_ATOMIC_FETCH_ADD = 0,
+	RDMAP_ATOMIC_CMP_SWAP = 2,
+};
+
+struct rdmap_areq {
+	uint8_t op;		/* RDMAP_ATOMIC_* */
+	uint32_t req_id;
+	uint32_t stag;		/* the responder's 8-octet target */
+	uint64_t to;
+	uint64_t add_swap;	/* Add Data or Swap Data */
+	uint64_t add_swap_mask;	/* Add Mask or Swap Mask */
+	uint64_t compare;	/* CmpSwap only; zero for FetchAdd */
+	uint64_t compare_mask;
+};
+
+struct rdmap_aresp {
+	uint32_t req_id;	/* of the request answered */
+	uint64_t orig;		/* the target's value before the operation */
+};
+
+/* `len` is the whole payload after the untagged DDP header: a wrong
+ * length or an unknown operation is RDMAP/2/6. Reserved bits are
+ * ignored. */
+int rdmap_areq_parse(const uint8_t *p, size_t len, struct rdmap_areq *a,
+		     struct iw_err *err);
+ssize_t rdmap_areq_build(uint8_t *buf, size_t cap, const struct rdmap_areq *a);
+int rdmap_aresp_parse(const uint8_t *p, size_t len, struct rdmap_aresp *r,
+		      struct iw_err *err);
+ssize_t rdmap_aresp_build(uint8_t *buf, size_t cap,
+			  const struct rdmap_aresp *r);
 
 #define RDMAP_TERM_M 0x4
 #define RDMAP_TERM_D 0x2

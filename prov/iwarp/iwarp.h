@@ -26,6 +26,7 @@
 #endif
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -55,6 +56,7 @@ struct iwarp_params {
 	int allow_rxm;		/* let ofi_rxm layer over us */
 	size_t rdm_unexp_max;	/* unexpected RDM octets before credits wait */
 	int crc;		/* ask every peer for the MPA CRC */
+	int rfc7306;		/* offer RFC 7306 atomics to RDM peers */
 };
 
 #define IWARP_RDM_UNEXP_MAX_DEFAULT ((size_t)256 << 20)
@@ -163,6 +165,12 @@ struct iwarp_fabric {
 	struct pollfd *pfds;		/* iwarp_progress scratch */
 	struct iwarp_pollable **pptr;
 	size_t pcap;
+	/* target-side progress for RMA when the application is away */
+	uint64_t app_ms;		/* last progress the application made */
+	bool in_async;
+	bool async_stop;
+	int async_users;
+	pthread_t async;
 };
 
 static inline void iwarp_lock(struct iwarp_fabric *fab)
@@ -195,6 +203,11 @@ void iwarp_pollable_del(struct iwarp_pollable *p);
 /* Drives every pollable of the fabric once (lock held; not re-entrant:
  * a nested call returns at once). */
 void iwarp_progress(struct iwarp_fabric *fab);
+/* Start and stop (lock not held) the thread that progresses a fabric
+ * while its application makes no calls: RDMA Reads, Writes and atomics
+ * aimed at us must be served even then. */
+int iwarp_async_get(struct iwarp_fabric *fab);
+void iwarp_async_put(struct iwarp_fabric *fab);
 
 /*
  * Wait object of a CQ, EQ or counter. FI_WAIT_FD hands out epfd: an epoll
@@ -483,6 +496,10 @@ void iwarp_ep_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc);
 struct iwarp_op *iwarp_op_get(struct iwarp_ep *ep);
 void iwarp_op_put(struct iwarp_ep *ep, struct iwarp_op *op);
 int iwarp_errno_from_status(int status);
+/* fi_query_atomic: what RDM endpoints of the domain run (iwarp_rdm_rma.c) */
+int iwarp_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+		       enum fi_op op, struct fi_atomic_attr *attr,
+		       uint64_t flags);
 
 /* ---- passive endpoints (iwarp_pep.c) */
 

@@ -40,13 +40,18 @@
 #define IWARP_RX_CAPS	(FI_MSG | FI_RECV | FI_RMA | FI_REMOTE_READ | \
 			 FI_REMOTE_WRITE)
 
-/* RDM: tagged and untagged messages, matched by source if asked */
+/* RDM: tagged and untagged messages, matched by source if asked, RMA
+ * and atomics */
 #define IWARP_RDM_CAPS	(FI_MSG | FI_TAGGED | IWARP_MSG_DIR | \
 			 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV | \
-			 IWARP_COMM_CAPS)
-#define IWARP_RDM_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND)
+			 IWARP_RMA_CAPS | FI_ATOMIC | IWARP_COMM_CAPS)
+#define IWARP_RDM_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | \
+			   FI_ATOMIC | FI_READ | FI_WRITE)
 #define IWARP_RDM_RX_CAPS (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | \
-			   FI_SOURCE | FI_MULTI_RECV)
+			   FI_SOURCE | FI_MULTI_RECV | FI_RMA | FI_ATOMIC | \
+			   FI_REMOTE_READ | FI_REMOTE_WRITE)
+/* what needs keys we choose (targets of RMA and atomics) */
+#define IWARP_KEYED_CAPS (IWARP_RMA_CAPS | FI_ATOMIC)
 #define IWARP_RDM_IOV_LIMIT 4
 #define IWARP_RDM_CQ_DATA 8
 /* Open MPI keeps communicator bits in the top of the tag */
@@ -223,7 +228,7 @@ static int iwarp_default_mr_mode(uint32_t version)
 }
 
 /* RDM: one TCP stream per peer keeps sends in order; rendezvous and
- * eager messages complete in any order. No RMA yet. */
+ * eager messages complete in any order. */
 static void iwarp_defaults_rdm(struct fi_info *fi)
 {
 	fi->caps = IWARP_RDM_CAPS;
@@ -240,7 +245,7 @@ static void iwarp_defaults_rdm(struct fi_info *fi)
 	fi->rx_attr->comp_order = FI_ORDER_NONE;
 	fi->tx_attr->iov_limit = IWARP_RDM_IOV_LIMIT;
 	fi->rx_attr->iov_limit = IWARP_RDM_IOV_LIMIT;
-	fi->tx_attr->rma_iov_limit = 0;
+	fi->tx_attr->rma_iov_limit = IWARP_RMA_IOV_LIMIT;
 	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
 	fi->domain_attr->cq_data_size = IWARP_RDM_CQ_DATA;
 	fi->domain_attr->av_type = FI_AV_MAP;
@@ -422,7 +427,7 @@ static uint64_t iwarp_caps_expand(uint64_t caps, uint64_t avail)
 {
 	if ((caps & (FI_MSG | FI_TAGGED)) && !(caps & IWARP_MSG_DIR))
 		caps |= avail & IWARP_MSG_DIR;
-	if ((caps & FI_RMA) && !(caps & IWARP_RMA_DIR))
+	if ((caps & (FI_RMA | FI_ATOMIC)) && !(caps & IWARP_RMA_DIR))
 		caps |= avail & IWARP_RMA_DIR;
 	return caps;
 }
@@ -438,7 +443,7 @@ static uint64_t iwarp_tx_half(uint64_t caps)
 	if (caps & FI_SEND)
 		tx |= caps & (FI_MSG | FI_TAGGED);
 	if (caps & (FI_READ | FI_WRITE))
-		tx |= caps & FI_RMA;
+		tx |= caps & (FI_RMA | FI_ATOMIC);
 	return tx;
 }
 
@@ -451,7 +456,7 @@ static uint64_t iwarp_rx_half(uint64_t caps)
 	/* receive-only by nature, whatever else was asked */
 	rx |= caps & (FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV);
 	if (caps & (FI_REMOTE_READ | FI_REMOTE_WRITE))
-		rx |= caps & FI_RMA;
+		rx |= caps & (FI_RMA | FI_ATOMIC);
 	return rx;
 }
 
@@ -503,7 +508,7 @@ static bool iwarp_rma_asked(const struct fi_info *hints)
 		caps |= hints->tx_attr->caps & ~IWARP_TX_IGNORED;
 	if (hints->rx_attr)
 		caps |= hints->rx_attr->caps & ~IWARP_RX_IGNORED;
-	return caps & IWARP_RMA_CAPS;
+	return caps & IWARP_KEYED_CAPS;
 }
 
 /*
@@ -536,9 +541,9 @@ static int iwarp_mr_mode(uint32_t version, int user, bool *prov_keys)
 
 static void iwarp_drop_rma(struct fi_info *fi)
 {
-	fi->caps &= ~IWARP_RMA_CAPS;
-	fi->tx_attr->caps &= ~IWARP_RMA_CAPS;
-	fi->rx_attr->caps &= ~IWARP_RMA_CAPS;
+	fi->caps &= ~IWARP_KEYED_CAPS;
+	fi->tx_attr->caps &= ~IWARP_KEYED_CAPS;
+	fi->rx_attr->caps &= ~IWARP_KEYED_CAPS;
 }
 
 /*
@@ -556,7 +561,7 @@ static bool iwarp_narrow_mr(struct fi_info *fi, uint32_t version,
 	if (mode < 0)
 		return false;
 	fi->domain_attr->mr_mode = mode;
-	if (prov_keys || !(fi->caps & IWARP_RMA_CAPS))
+	if (prov_keys || !(fi->caps & IWARP_KEYED_CAPS))
 		return true;
 	if (iwarp_rma_asked(hints))
 		return iwarp_reject("RMA needs FI_MR_PROV_KEY in mr_mode\n");

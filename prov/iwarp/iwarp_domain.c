@@ -51,13 +51,6 @@ static int iwarp_no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 	return -FI_ENOSYS;
 }
 
-static int iwarp_no_query_atomic(struct fid_domain *domain,
-				 enum fi_datatype datatype, enum fi_op op,
-				 struct fi_atomic_attr *attr, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
 static int iwarp_no_query_collective(struct fid_domain *domain,
 				     enum fi_collective_op coll,
 				     struct fi_collective_attr *attr,
@@ -102,7 +95,7 @@ static struct fi_ops_domain iwarp_domain_ops = {
 	.poll_open = iwarp_no_poll_open,
 	.stx_ctx = iwarp_no_stx_ctx,
 	.srx_ctx = iwarp_no_srx_ctx,
-	.query_atomic = iwarp_no_query_atomic,
+	.query_atomic = iwarp_query_atomic,
 	.query_collective = iwarp_no_query_collective,
 	.endpoint2 = iwarp_no_endpoint2,
 };

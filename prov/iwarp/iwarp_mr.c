@@ -43,8 +43,8 @@ static unsigned int iwarp_mr_access(uint64_t access)
 
 	if (access & FI_REMOTE_READ)
 		a |= IW_ACC_REMOTE_READ;
-	if (access & FI_REMOTE_WRITE)
-		a |= IW_ACC_REMOTE_WRITE;
+	if (access & FI_REMOTE_WRITE)	/* atomics write; no bit of their own */
+		a |= IW_ACC_REMOTE_WRITE | IW_ACC_REMOTE_ATOMIC;
 	return a;
 }
 

@@ -14,6 +14,7 @@ struct iwarp_params iwarp_params = {
 	.iface = NULL,
 	.allow_rxm = 0,
 	.rdm_unexp_max = IWARP_RDM_UNEXP_MAX_DEFAULT,
+	.rfc7306 = 1,
 };
 
 static void iwarp_params_define(void)
@@ -36,6 +37,11 @@ static void iwarp_params_define(void)
 			"Ask every peer for the MPA CRC32c (RFC 5044); "
 			"otherwise it is used only when the peer asks "
 			"(default: false)");
+	fi_param_define(&iwarp_prov, "rfc7306", FI_PARAM_BOOL,
+			"Carry 64-bit fetch-add and compare-swap style RDM "
+			"atomics as RFC 7306 Atomic Requests with peers that "
+			"offer them too; otherwise the peer's provider runs "
+			"every atomic from an RDM message (default: true)");
 }
 
 /* Returns 0, or -FI_ENOMEM. */
@@ -56,6 +62,8 @@ static int iwarp_params_read(void)
 			    &iwarp_params.rdm_unexp_max);
 	if (!fi_param_get_bool(&iwarp_prov, "crc", &allow))
 		iwarp_params.crc = allow;
+	if (!fi_param_get_bool(&iwarp_prov, "rfc7306", &allow))
+		iwarp_params.rfc7306 = allow;
 	return 0;
 }
 
@@ -83,6 +91,7 @@ void iwarp_params_fini(void)
 	iwarp_params.allow_rxm = 0;
 	iwarp_params.rdm_unexp_max = IWARP_RDM_UNEXP_MAX_DEFAULT;
 	iwarp_params.crc = 0;
+	iwarp_params.rfc7306 = 1;
 }
 
 void iwarp_log_established(const char *what, const struct iw_cm_event *ev)

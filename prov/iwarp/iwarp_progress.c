@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "iwarp/engine.h"
@@ -109,6 +110,8 @@ void iwarp_progress(struct iwarp_fabric *fab)
 
 	if (fab->in_progress)
 		return;
+	if (!fab->in_async)
+		fab->app_ms = iw_now_ms();
 	fab->in_progress = true;
 	all = !iwarp_progress_select(fab);
 	cur = fab->pollables.next;
@@ -129,6 +132,89 @@ void iwarp_progress(struct iwarp_fabric *fab)
 		iwarp_list_del(&mark);
 	}
 	fab->in_progress = false;
+}
+
+/* ---- asynchronous progress */
+
+/*
+ * The thread steps in only after the application left the fabric alone
+ * for IWARP_ASYNC_IDLE_MS, so busy-polling applications keep the lock and
+ * the wakeups to themselves; then it sleeps in poll() on the sockets.
+ */
+#define IWARP_ASYNC_IDLE_MS	1
+#define IWARP_ASYNC_FDS		256
+
+static void *iwarp_async_main(void *arg)
+{
+	struct iwarp_fabric *fab = arg;
+	struct pollfd pf[IWARP_ASYNC_FDS];
+
+	for (;;) {
+		struct timespec nap = { 0, IWARP_ASYNC_IDLE_MS * 1000000L };
+		struct iwarp_list *e;
+		bool idle;
+		nfds_t n = 0;
+
+		iwarp_lock(fab);
+		if (fab->async_stop) {
+			iwarp_unlock(fab);
+			return NULL;
+		}
+		idle = iw_now_ms() - fab->app_ms >= IWARP_ASYNC_IDLE_MS;
+		if (idle) {
+			fab->in_async = true;
+			iwarp_progress(fab);
+			fab->in_async = false;
+			for (e = fab->pollables.next;
+			     e != &fab->pollables && n < IWARP_ASYNC_FDS;
+			     e = e->next) {
+				struct iwarp_pollable *p = iwarp_container_of(
+					e, struct iwarp_pollable, link);
+				uint64_t deadline;
+				short events;
+				int fd;
+
+				p->poll_info(p, &fd, &events, &deadline);
+				if (fd >= 0 && events)
+					pf[n++] = (struct pollfd){
+						.fd = fd, .events = events };
+			}
+		}
+		iwarp_unlock(fab);
+		/* a socket closed meanwhile only makes us look again */
+		if (n)
+			poll(pf, n, IWARP_ASYNC_IDLE_MS * 10);
+		else
+			nanosleep(&nap, NULL);
+	}
+}
+
+int iwarp_async_get(struct iwarp_fabric *fab)
+{
+	int ret = 0;
+
+	iwarp_lock(fab);
+	if (!fab->async_users) {
+		fab->async_stop = false;
+		ret = -pthread_create(&fab->async, NULL, iwarp_async_main, fab);
+	}
+	if (!ret)
+		fab->async_users++;
+	iwarp_unlock(fab);
+	return ret;
+}
+
+void iwarp_async_put(struct iwarp_fabric *fab)
+{
+	bool last;
+
+	iwarp_lock(fab);
+	last = !--fab->async_users;
+	if (last)
+		fab->async_stop = true;
+	iwarp_unlock(fab);
+	if (last)
+		pthread_join(fab->async, NULL);
 }
 
 /* ---- wait objects */

@@ -14,8 +14,6 @@
 
 void iwarp_rdm_rx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
 		       size_t len, int err);
-void iwarp_rdm_tx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
-		       int err);
 struct iwarp_rdm_rx *iwarp_rdm_match_posted(struct iwarp_rdm_ep *ep,
 					    const struct iwarp_rdm_hdr *h,
 					    fi_addr_t from);
@@ -176,6 +174,17 @@ struct iwarp_rdm_peer *iwarp_rdm_peer_get(struct iwarp_rdm_ep *ep,
 	return p;
 }
 
+/* RFC 7306 on a connection when both sides offer it. */
+static void iwarp_rdm_atomics_on(struct iwarp_rdm_peer *peer, struct iw_qp *qp)
+{
+	bool on = iwarp_params.rfc7306 && peer->rfc7306;
+
+	peer->rfc7306 = on;
+	if (on && !iw_qp_set_atomics(qp, true))
+		FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
+			"RDM connection carries RFC 7306 atomics\n");
+}
+
 static struct iw_qp *iwarp_rdm_qp_new(struct iwarp_rdm_peer *peer)
 {
 	struct iw_qp_attr attr = {
@@ -193,7 +202,8 @@ static void iwarp_rdm_pdata(struct iwarp_rdm_ep *ep, uint8_t *buf,
 			    uint8_t flags)
 {
 	struct iwarp_rdm_pdata d = {
-		.version = IWARP_RDM_VERSION | flags,
+		.version = IWARP_RDM_VERSION | flags |
+			   (iwarp_params.rfc7306 ? IWARP_RDM_RFC7306 : 0),
 		.addr = ep->name,
 		.instance = ep->instance,
 	};
@@ -225,6 +235,7 @@ void iwarp_rdm_peer_kick(struct iwarp_rdm_peer *peer)
 	iwarp_rdm_pdata(peer->ep, pd, 0);
 	iwarp_rdm_conn_param(&p, pd);
 	peer->tries++;
+	peer->qp_initiated = true;
 	if (iw_qp_connect(peer->qp, &peer->addr.sa,
 			  iwarp_sa_len(&peer->addr.sa), &p)) {
 		iwarp_rdm_bury(peer->ep, peer->qp);
@@ -233,31 +244,83 @@ void iwarp_rdm_peer_kick(struct iwarp_rdm_peer *peer)
 	}
 }
 
-/* Everything queued for a peer that cannot be reached fails. */
+/* Everything queued for a peer that cannot be reached fails; what still
+ * has work requests in the engine ends when their flush completes. */
 static void iwarp_rdm_peer_fail(struct iwarp_rdm_peer *peer, int err)
 {
-	while (!iwarp_list_empty(&peer->pending)) {
-		struct iwarp_rdm_tx *tx = iwarp_container_of(
-			peer->pending.next, struct iwarp_rdm_tx, link);
+	struct iwarp_list *heads[] = { &peer->pending, &peer->inflight };
+	size_t i;
 
-		iwarp_list_del(&tx->link);
-		iwarp_rdm_tx_done(peer->ep, tx, err);
-	}
-	while (!iwarp_list_empty(&peer->inflight)) {
-		struct iwarp_rdm_tx *tx = iwarp_container_of(
-			peer->inflight.next, struct iwarp_rdm_tx, link);
+	for (i = 0; i < 2; i++)
+		while (!iwarp_list_empty(heads[i])) {
+			struct iwarp_rdm_tx *tx = iwarp_container_of(
+				heads[i]->next, struct iwarp_rdm_tx, link);
 
-		iwarp_list_del(&tx->link);
-		iwarp_rdm_tx_done(peer->ep, tx, err);
-	}
+			iwarp_list_del(&tx->link);
+			tx->listed = false;
+			if (!tx->status)
+				tx->status = err;
+			tx->posted = true;
+			iwarp_rdm_settle(peer->ep, tx);
+		}
 }
 
 /* ---- posting on the wire */
 
-/* Posts one queued send on an established connection; -EAGAIN if the
- * send queue or the peer's credits are full. */
-static int iwarp_rdm_post(struct iwarp_rdm_peer *peer,
-			  struct iwarp_rdm_tx *tx)
+static bool iwarp_rdm_counted(uint8_t op)
+{
+	return op == IWARP_RDM_EAGER || op == IWARP_RDM_RTS ||
+	       op == IWARP_RDM_WDATA || op == IWARP_RDM_AREQ;
+}
+
+/* Waits for an answer from the peer (FIN, ARESP) after its Send. */
+static bool iwarp_rdm_awaits(const struct iwarp_rdm_tx *tx)
+{
+	return (tx->kind == IWARP_RDM_K_MSG && tx->hdr.op == IWARP_RDM_RTS) ||
+	       tx->kind == IWARP_RDM_K_ATOMIC;
+}
+
+/*
+ * An operation ends once all its work requests are posted and completed
+ * and, for RTS and AREQ, the peer answered (or something failed).
+ */
+void iwarp_rdm_settle(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx)
+{
+	if (!tx->posted || tx->pending)
+		return;
+	if (!tx->status && iwarp_rdm_awaits(tx) && !tx->answered)
+		return;
+	if (tx->listed) {
+		iwarp_list_del(&tx->link);
+		tx->listed = false;
+	}
+	if (!tx->status && tx->kind == IWARP_RDM_K_ATOMIC7306 &&
+	    tx->res_count)	/* host order, as the engine wrote it */
+		memcpy(tx->res[0].iov_base, &tx->a7306_old,
+		       sizeof(tx->a7306_old));
+	iwarp_rdm_tx_done(ep, tx, tx->status);
+}
+
+static int iwarp_rdm_post_wr(struct iwarp_rdm_peer *peer,
+			     struct iwarp_rdm_tx *tx, struct iw_send_wr *wr)
+{
+	int ret;
+
+	if (!peer->qp || !peer->up)
+		return -ENOTCONN;	/* lost while posting */
+	/* the post may complete the request before it returns */
+	tx->pending++;
+	ret = iw_qp_post_send(peer->qp, wr);
+	if (ret)
+		tx->pending--;
+	else
+		tx->step++;
+	return ret;
+}
+
+/* The RDM header, and the payload of EAGER, AREQ and ARESP. */
+static int iwarp_rdm_post_hdr(struct iwarp_rdm_peer *peer,
+			      struct iwarp_rdm_tx *tx, uint8_t op)
 {
 	struct iw_sge sge[IW_MAX_SGE];
 	struct iw_send_wr wr = {
@@ -266,8 +329,7 @@ static int iwarp_rdm_post(struct iwarp_rdm_peer *peer,
 		.flags = IW_WR_SIGNALED,
 		.sgl = sge,
 	};
-	bool counted = tx->hdr.op == IWARP_RDM_EAGER ||
-		       tx->hdr.op == IWARP_RDM_RTS;
+	bool counted = iwarp_rdm_counted(op);
 	uint16_t given;
 	size_t i;
 	int ret;
@@ -275,30 +337,149 @@ static int iwarp_rdm_post(struct iwarp_rdm_peer *peer,
 	if (counted && !peer->credits)
 		return -EAGAIN;
 	given = peer->owed;
+	tx->hdr.op = op;
 	tx->hdr.credits = given;
 	iwarp_rdm_hdr_put(tx->hbuf, &tx->hdr);
 	sge[0].addr = tx->hbuf;
 	sge[0].len = IWARP_RDM_HDR_LEN;
 	wr.num_sge = 1;
-	if (tx->hdr.op == IWARP_RDM_EAGER)
+	if (op == IWARP_RDM_EAGER || op == IWARP_RDM_AREQ ||
+	    op == IWARP_RDM_ARESP)
 		for (i = 0; i < tx->count; i++) {
 			sge[wr.num_sge].addr = tx->iov[i].iov_base;
 			sge[wr.num_sge++].len = (uint32_t)tx->iov[i].iov_len;
 		}
-	/* an RTS waits for its FIN: track it before the post, which may
-	 * complete (and for other ops free) tx before it returns */
-	if (tx->hdr.op == IWARP_RDM_RTS)
-		iwarp_list_add_tail(&peer->inflight, &tx->link);
-	ret = iw_qp_post_send(peer->qp, &wr);
-	if (ret) {
-		if (tx->hdr.op == IWARP_RDM_RTS)
-			iwarp_list_del(&tx->link);
+	ret = iwarp_rdm_post_wr(peer, tx, &wr);
+	if (ret)
 		return ret;
-	}
 	peer->owed = 0;
 	peer->granted += given;
 	if (counted)
 		peer->credits--;
+	return 0;
+}
+
+/* RDMA Write or Read of the user's buffers; a zero-length Read when
+ * tx->count is 0 and op is a Read (the delivery fence). */
+static int iwarp_rdm_post_rdma(struct iwarp_rdm_peer *peer,
+			       struct iwarp_rdm_tx *tx, enum iw_wr_opcode op,
+			       bool fence_only)
+{
+	struct iw_sge sge[IW_MAX_SGE];
+	struct iw_send_wr wr = {
+		.ctx = tx,
+		.op = op,
+		.flags = IW_WR_SIGNALED,
+		.sgl = sge,
+		.rstag = tx->rkey,
+		.rto = tx->raddr,
+	};
+	size_t i;
+
+	if (!fence_only)
+		for (i = 0; i < tx->count; i++) {
+			if (!tx->iov[i].iov_len)
+				continue;
+			sge[wr.num_sge].addr = tx->iov[i].iov_base;
+			sge[wr.num_sge++].len = (uint32_t)tx->iov[i].iov_len;
+		}
+	if (!tx->step && (tx->op_flags & FI_FENCE))
+		wr.flags |= IW_WR_FENCE;
+	return iwarp_rdm_post_wr(peer, tx, &wr);
+}
+
+/* One RFC 7306 Atomic Request; the old value lands in a7306_old. */
+static int iwarp_rdm_post_7306(struct iwarp_rdm_peer *peer,
+			       struct iwarp_rdm_tx *tx)
+{
+	struct iw_sge sge = { &tx->a7306_old, sizeof(tx->a7306_old) };
+	struct iw_send_wr wr = {
+		.ctx = tx,
+		.op = tx->a7306_op == IWARP_RDM_7306_FADD ? IW_WR_ATOMIC_FADD :
+							    IW_WR_ATOMIC_CSWAP,
+		.flags = IW_WR_SIGNALED,
+		.sgl = &sge,
+		.num_sge = 1,
+		.rstag = tx->rkey,
+		.rto = tx->raddr,
+		.add_swap = tx->a7306[0],
+		.add_swap_mask = tx->a7306[1],
+		.compare = tx->a7306[2],
+		.compare_mask = tx->a7306[3],
+	};
+
+	return iwarp_rdm_post_wr(peer, tx, &wr);
+}
+
+/*
+ * Posts the work requests of an operation not yet posted, in order:
+ * MSG and AREQ one Send; Write the Write, then WDATA, then the fence
+ * Read; Read one Read. 0 when all are posted (tx may be gone), -EAGAIN
+ * to come back later, other errors when nothing was posted.
+ */
+static int iwarp_rdm_post(struct iwarp_rdm_peer *peer,
+			  struct iwarp_rdm_tx *tx)
+{
+	struct iwarp_rdm_ep *ep = peer->ep;
+	int ret = 0;
+
+	for (;;) {
+		uint8_t n = tx->step;
+
+		switch (tx->kind) {
+		case IWARP_RDM_K_WRITE:
+			if (n == 0)
+				ret = iwarp_rdm_post_rdma(peer, tx, IW_WR_WRITE,
+							  false);
+			else if (n == 1 && tx->wdata)
+				ret = iwarp_rdm_post_hdr(peer, tx,
+							 IWARP_RDM_WDATA);
+			else if (n == 1 + tx->wdata && tx->fence)
+				ret = iwarp_rdm_post_rdma(peer, tx, IW_WR_READ,
+							  true);
+			else
+				goto posted;
+			break;
+		case IWARP_RDM_K_READ:
+			if (n)
+				goto posted;
+			ret = iwarp_rdm_post_rdma(peer, tx, IW_WR_READ, false);
+			break;
+		case IWARP_RDM_K_ATOMIC7306:
+			if (n)
+				goto posted;
+			ret = iwarp_rdm_post_7306(peer, tx);
+			break;
+		default:
+			if (n)
+				goto posted;
+			if (tx->kind == IWARP_RDM_K_ATOMIC && tx->a7306_op &&
+			    peer->rfc7306) {
+				tx->kind = IWARP_RDM_K_ATOMIC7306;
+				continue;
+			}
+			/* answered by FIN/ARESP, maybe before our completion */
+			if (iwarp_rdm_awaits(tx)) {
+				iwarp_list_add_tail(&peer->inflight, &tx->link);
+				tx->listed = true;
+			}
+			ret = iwarp_rdm_post_hdr(peer, tx, tx->hdr.op);
+			if (ret && tx->listed) {
+				iwarp_list_del(&tx->link);
+				tx->listed = false;
+			}
+			break;
+		}
+		if (ret == -EAGAIN || (ret && !tx->step))
+			return ret;
+		if (ret) {	/* half posted: the rest cannot follow */
+			tx->status = FI_EIO;
+			break;
+		}
+	}
+posted:
+	tx->posted = true;
+	iwarp_rdm_settle(ep, tx);
 	return 0;
 }
 
@@ -312,9 +493,11 @@ static void iwarp_rdm_flush(struct iwarp_rdm_peer *peer)
 			peer->pending.next, struct iwarp_rdm_tx, link);
 
 		iwarp_list_del(&tx->link);
+		tx->listed = false;
 		if (iwarp_rdm_post(peer, tx)) {
 			/* back at the head: order is kept */
 			iwarp_list_add_head(&peer->pending, &tx->link);
+			tx->listed = true;
 			break;
 		}
 	}
@@ -324,6 +507,7 @@ void iwarp_rdm_queue(struct iwarp_rdm_peer *peer, struct iwarp_rdm_tx *tx)
 {
 	tx->peer = peer;
 	iwarp_list_add_tail(&peer->pending, &tx->link);
+	tx->listed = true;
 	if (peer->up)
 		iwarp_rdm_flush(peer);
 	else
@@ -338,7 +522,7 @@ void iwarp_rdm_send_ctrl(struct iwarp_rdm_peer *peer, uint8_t op,
 
 	if (peer->ep->closing)
 		return;
-	tx = calloc(1, sizeof(*tx));
+	tx = iwarp_rdm_tx_new();
 	if (!tx)
 		return;
 	tx->ctrl = true;
@@ -380,7 +564,7 @@ static int iwarp_rdm_place(void *arg, struct iw_qp *qp,
 		return -1;	/* not our protocol: terminate */
 	}
 	*ctx = in;
-	if (in->hdr.op == IWARP_RDM_EAGER || in->hdr.op == IWARP_RDM_RTS) {
+	if (iwarp_rdm_counted(in->hdr.op)) {
 		if (!peer->granted) {	/* credits are what bound our memory */
 			FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
 				"peer sent beyond its credits\n");
@@ -389,6 +573,24 @@ static int iwarp_rdm_place(void *arg, struct iw_qp *qp,
 			return -1;
 		}
 		peer->granted--;
+	}
+	if (in->hdr.op == IWARP_RDM_AREQ || in->hdr.op == IWARP_RDM_ARESP) {
+		if (in->hdr.len > iwarp_rdm_atomic_payload_max()) {
+			free(in);
+			*ctx = NULL;
+			return -1;
+		}
+		if (!in->hdr.len)
+			return 0;
+		in->abuf = malloc(in->hdr.len);
+		if (!in->abuf) {
+			free(in);
+			*ctx = NULL;
+			return -1;
+		}
+		dst[0].addr = in->abuf;
+		dst[0].len = in->hdr.len;
+		return 1;
 	}
 	if (in->hdr.op != IWARP_RDM_EAGER)
 		return 0;
@@ -447,11 +649,14 @@ static void iwarp_rdm_fin(struct iwarp_rdm_peer *peer,
 		struct iwarp_rdm_tx *tx =
 			iwarp_container_of(e, struct iwarp_rdm_tx, link);
 
-		if (tx->hdr.msg_id != h->msg_id)
+		if (tx->hdr.op != IWARP_RDM_RTS || tx->hdr.msg_id != h->msg_id)
 			continue;
 		iwarp_list_del(&tx->link);
-		iwarp_rdm_tx_done(peer->ep, tx,
-				  h->flags & IWARP_RDM_F_ERROR ? FI_EIO : 0);
+		tx->listed = false;
+		tx->answered = true;
+		if ((h->flags & IWARP_RDM_F_ERROR) && !tx->status)
+			tx->status = FI_EIO;
+		iwarp_rdm_settle(peer->ep, tx);
 		return;
 	}
 }
@@ -484,14 +689,15 @@ static void iwarp_rdm_recv_done(struct iwarp_rdm_peer *peer,
 			peer->credits + in->hdr.credits > IWARP_RDM_CREDITS ?
 				IWARP_RDM_CREDITS :
 				peer->credits + in->hdr.credits;
-		if (in->hdr.op == IWARP_RDM_EAGER &&
+		if ((in->hdr.op == IWARP_RDM_EAGER || in->abuf) &&
 		    wc->byte_len != (uint64_t)IWARP_RDM_HDR_LEN + in->hdr.len) {
 			/* shorter than its header says: garbage in the buffer */
 			FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
 				"RDM message of %u octets announced %u: "
 				"dropped\n", wc->byte_len,
 				IWARP_RDM_HDR_LEN + in->hdr.len);
-			iwarp_rdm_owe(peer);
+			if (iwarp_rdm_counted(in->hdr.op))
+				iwarp_rdm_owe(peer);
 			whole = false;
 		}
 	}
@@ -550,6 +756,20 @@ static void iwarp_rdm_recv_done(struct iwarp_rdm_peer *peer,
 	case IWARP_RDM_FIN:
 		iwarp_rdm_fin(peer, &in->hdr);
 		break;
+	case IWARP_RDM_WDATA:
+		/* the Write before it on this stream is placed */
+		iwarp_cq_write(ep->rx_cq, NULL,
+			       FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+			       in->hdr.len, NULL, in->hdr.data, 0,
+			       iwarp_rdm_from(peer));
+		iwarp_rdm_owe(peer);
+		break;
+	case IWARP_RDM_AREQ:
+		iwarp_rdm_atomic_serve(peer, &in->hdr, in->abuf);
+		break;
+	case IWARP_RDM_ARESP:
+		iwarp_rdm_atomic_done(peer, &in->hdr, in->abuf);
+		break;
 	default:
 		break;	/* CREDIT: the credits above were all */
 	}
@@ -564,13 +784,20 @@ static void iwarp_rdm_complete(void *arg, struct iw_qp *qp,
 
 	switch (wc->op) {
 	case IW_WC_RECV:
-		if (wc->ctx)
-			iwarp_rdm_recv_done(peer, wc->ctx, wc);
-		free(wc->ctx);
+		if (wc->ctx) {
+			struct iwarp_rdm_in *in = wc->ctx;
+
+			iwarp_rdm_recv_done(peer, in, wc);
+			free(in->abuf);
+			free(in);
+		}
 		break;
 	case IW_WC_READ: {
 		struct iwarp_rdm_rx *rx = wc->ctx;
 		bool ok = wc->status == IW_WC_SUCCESS;
+
+		if (rx->owner == IWARP_RDM_OWN_TX)
+			goto tx_wr;
 
 		iwarp_rdm_send_ctrl(rx->peer, IWARP_RDM_FIN, rx->hdr.msg_id,
 				    ok ? 0 : IWARP_RDM_F_ERROR);
@@ -579,18 +806,20 @@ static void iwarp_rdm_complete(void *arg, struct iw_qp *qp,
 		iwarp_rdm_rx_done(ep, rx, rx->hdr.len, ok ? 0 : FI_EIO);
 		break;
 	}
-	default: {
+	default:
+tx_wr: {
 		struct iwarp_rdm_tx *tx = wc->ctx;
 
-		if (tx->hdr.op == IWARP_RDM_RTS) {
-			if (wc->status != IW_WC_SUCCESS) {
-				iwarp_list_del(&tx->link);
-				iwarp_rdm_tx_done(ep, tx, FI_EIO);
-			}
-			break;	/* else done when FIN arrives */
+		if (wc->status != IW_WC_SUCCESS && !tx->status) {
+			tx->status = tx->kind == IWARP_RDM_K_MSG ?
+				FI_EIO : iwarp_errno_from_status(wc->status);
+			if (wc->err.why)
+				tx->prov_errno = IWARP_PROV_ERRNO(
+					wc->err.layer, wc->err.etype,
+					wc->err.ecode);
 		}
-		iwarp_rdm_tx_done(ep, tx,
-				  wc->status == IW_WC_SUCCESS ? 0 : FI_EIO);
+		tx->pending--;
+		iwarp_rdm_settle(ep, tx);
 		break;
 	}
 	}
@@ -640,6 +869,15 @@ static void iwarp_rdm_cm_event(void *arg, struct iw_qp *qp,
 		iwarp_log_established("RDM", ev);
 		if (qp != peer->qp)
 			break;	/* self: the receiving half */
+		if (peer->qp_initiated) {	/* the Reply says it */
+			struct iwarp_rdm_pdata them;
+
+			peer->rfc7306 =
+				!iwarp_rdm_pd_get(ev->pdata, ev->pdata_len,
+						  &them) &&
+				(them.version & IWARP_RDM_RFC7306);
+			iwarp_rdm_atomics_on(peer, qp);
+		}
 		peer->up = true;
 		peer->tries = 0;
 		iwarp_rdm_flush(peer);
@@ -681,6 +919,7 @@ static int iwarp_rdm_accept_into(struct iwarp_rdm_ep *ep,
 		iw_qp_destroy(qp);
 		return -FI_ECONNABORTED;
 	}
+	iwarp_rdm_atomics_on(peer, qp);
 	if (self) {
 		peer->rx_qp = qp;
 		iwarp_rdm_bind_poll(ep, &peer->rx_poll);
@@ -689,6 +928,7 @@ static int iwarp_rdm_accept_into(struct iwarp_rdm_ep *ep,
 	if (peer->qp)
 		iwarp_rdm_bury(ep, peer->qp);	/* loser or stale */
 	peer->qp = qp;
+	peer->qp_initiated = false;
 	peer->up = false;
 	return 0;
 }
@@ -725,6 +965,7 @@ static void iwarp_rdm_conn_request(void *arg, struct iw_conn_req *req,
 	}
 	cmp = iwarp_rdm_pd_cmp(&them, &us);
 	if (!cmp) {		/* ourselves: the receiving half */
+		peer->rfc7306 = them.version & IWARP_RDM_RFC7306;
 		if (!peer->rx_qp)
 			iwarp_rdm_accept_into(ep, req, peer, true);
 		else
@@ -740,6 +981,7 @@ static void iwarp_rdm_conn_request(void *arg, struct iw_conn_req *req,
 		iwarp_rdm_window_reset(peer);
 	}
 	peer->instance = them.instance;
+	peer->rfc7306 = them.version & IWARP_RDM_RFC7306;
 	/* the connection initiated by the smaller side wins a collision */
 	if (peer->qp && (peer->up || cmp > 0)) {
 		iwarp_rdm_reject(ep, req, IWARP_RDM_COLLISION);

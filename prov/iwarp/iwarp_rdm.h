@@ -15,6 +15,19 @@
  * registered under stag/addr; the receiver RDMA-Reads it straight into
  * the matched buffer and answers FIN, which completes the sender.
  * CREDIT returns eager credits explicitly when none travel piggybacked.
+ *
+ * One-sided operations: fi_write and fi_read are RDMA Writes and Reads on
+ * the peer's connection (the target's STag and address come from the
+ * application); fi_writedata adds a WDATA message after the Write, whose
+ * data the target reports as remote CQ data. Delivery completion adds a
+ * zero-length Read behind the operation (its response comes only after
+ * the target placed everything before it). Atomics the peer executes in
+ * software travel as AREQ (op/datatype/fetch in `tag`, element count in
+ * `data`, target STag/address in stag/addr, operands then compare values
+ * as payload) and come back as ARESP (msg_id of the request, fetched
+ * values as payload, or F_ERROR with a positive FI errno in `data`). With
+ * a peer that also announced RFC 7306, 64-bit FetchAdd and CmpSwap style
+ * operations go as RFC 7306 Atomic Requests instead.
  * Credits bound what a peer may have in flight in EAGER and RTS messages;
  * a credit comes back once its message is matched or stored as
  * unexpected (MPI must be able to receive in any order, so stored
@@ -40,6 +53,7 @@
 #define IWARP_RDM_MAGIC 0x49575244u	/* "IWRD" */
 #define IWARP_RDM_VERSION 1
 #define IWARP_RDM_COLLISION 0x80
+#define IWARP_RDM_RFC7306 0x40		/* executes RFC 7306 atomics */
 #define IWARP_RDM_CREDITS 64		/* eager window per peer */
 #define IWARP_RDM_EAGER_MAX 16384	/* larger messages use rendezvous */
 #define IWARP_RDM_INJECT_MAX 256
@@ -50,12 +64,21 @@ enum iwarp_rdm_op {
 	IWARP_RDM_RTS = 2,
 	IWARP_RDM_FIN = 3,
 	IWARP_RDM_CREDIT = 4,
+	IWARP_RDM_WDATA = 5,
+	IWARP_RDM_AREQ = 6,
+	IWARP_RDM_ARESP = 7,
 };
+
+/* AREQ `tag`: the atomic op and datatype, and whether values come back */
+#define IWARP_RDM_AT_OP(t) ((unsigned)((t) & 0xff))
+#define IWARP_RDM_AT_DT(t) ((unsigned)(((t) >> 8) & 0xff))
+#define IWARP_RDM_AT_FETCH (1ULL << 16)
+#define IWARP_RDM_ATOMIC_MAX 4096	/* octets per operand array */
 
 enum {
 	IWARP_RDM_F_TAGGED = 1 << 0,
 	IWARP_RDM_F_DATA = 1 << 1,	/* remote CQ data present */
-	IWARP_RDM_F_ERROR = 1 << 2,	/* FIN: the receiver failed */
+	IWARP_RDM_F_ERROR = 1 << 2,	/* FIN, ARESP: the receiver failed */
 };
 
 struct iwarp_rdm_hdr {
@@ -101,6 +124,8 @@ struct iwarp_rdm_peer {
 	uint64_t instance;		/* 0 until the peer told us */
 	struct iw_qp *qp;		/* the connection we send on */
 	struct iw_qp *rx_qp;		/* self: the accepted half */
+	bool rfc7306;			/* the peer announced RFC 7306 */
+	bool qp_initiated;		/* qp is our connect, not an accept */
 	struct iwarp_pollable poll, rx_poll;
 	bool up;
 	int tries;
@@ -112,8 +137,30 @@ struct iwarp_rdm_peer {
 	struct iwarp_list inflight;	/* RTS sent, waiting for FIN */
 };
 
-/* One send, from the call until its completion. */
+enum {
+	IWARP_RDM_OWN_RX = 0,		/* engine contexts: who posted */
+	IWARP_RDM_OWN_TX = 1,
+};
+
+enum iwarp_rdm_kind {
+	IWARP_RDM_K_MSG,		/* EAGER/RTS, or a control message */
+	IWARP_RDM_K_WRITE,
+	IWARP_RDM_K_READ,
+	IWARP_RDM_K_ATOMIC,		/* AREQ, done when ARESP arrives */
+	IWARP_RDM_K_ATOMIC7306,		/* RFC 7306 Atomic Request */
+};
+
+/* One operation, from the call until its completion. */
 struct iwarp_rdm_tx {
+	uint8_t owner;			/* IWARP_RDM_OWN_TX */
+	uint8_t kind;			/* enum iwarp_rdm_kind */
+	uint8_t step;			/* work requests posted so far */
+	uint8_t pending;		/* of them, not yet completed */
+	bool posted;			/* all of them are */
+	bool answered;			/* FIN/ARESP came */
+	bool listed;			/* on peer->pending or ->inflight */
+	int status;			/* first failure: positive FI errno */
+	int prov_errno;
 	struct iwarp_list link;
 	struct iwarp_rdm_peer *peer;
 	void *context;
@@ -128,10 +175,24 @@ struct iwarp_rdm_tx {
 	size_t len;
 	uint8_t *copy;			/* inject copy or rendezvous bounce */
 	struct iw_mr *mr;		/* rendezvous source */
+	/* one-sided */
+	uint32_t rkey;
+	uint64_t raddr;
+	bool fence;			/* a zero-length Read closes it */
+	bool wdata;			/* a WDATA message follows the Write */
+	struct iovec res[IWARP_IOV_MAX];	/* fetched values go here */
+	size_t res_count;
+	size_t res_len;
+	uint64_t a7306[4];		/* add/swap, mask, compare, mask */
+	uint64_t a7306_old;
+	uint8_t a7306_op;		/* fits one RFC 7306 request: its op */
 };
+
+enum { IWARP_RDM_7306_FADD = 1, IWARP_RDM_7306_CSWAP = 2 };
 
 /* A posted receive. */
 struct iwarp_rdm_rx {
+	uint8_t owner;			/* IWARP_RDM_OWN_RX (zeroed) */
 	struct iwarp_list link;
 	void *context;
 	uint64_t flags;			/* FI_TAGGED or FI_MSG, | FI_RECV */
@@ -171,6 +232,7 @@ struct iwarp_rdm_in {
 	struct iwarp_rdm_hdr hdr;
 	struct iwarp_rdm_rx *rx;	/* EAGER into a posted receive */
 	struct iwarp_rdm_unexp *ux;	/* EAGER into a buffer of ours */
+	uint8_t *abuf;			/* AREQ/ARESP payload */
 };
 
 struct iwarp_rdm_ep {
@@ -182,10 +244,12 @@ struct iwarp_rdm_ep {
 	struct iwarp_cq *tx_cq, *rx_cq;
 	bool tx_selective, rx_selective;
 	struct iwarp_cntr *cntr_send, *cntr_recv;
+	struct iwarp_cntr *cntr_write, *cntr_read;
 	uint64_t tx_op_flags, rx_op_flags;
 	bool enabled;
 	bool closing;
 	bool directed;			/* FI_DIRECTED_RECV asked for */
+	bool async;			/* holds the fabric's progress thread */
 	size_t min_multi_recv;		/* FI_OPT_MIN_MULTI_RECV */
 	struct iw_listener *l;
 	struct iwarp_pollable lpoll;
@@ -207,5 +271,28 @@ static inline struct iwarp_rdm_ep *iwarp_rdm_ep_of(struct fid *fid)
 
 int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
 		   struct fid_ep **ep, void *context);
+
+/* ---- shared between the RDM files */
+
+struct iwarp_rdm_tx *iwarp_rdm_tx_new(void);
+struct iwarp_rdm_peer *iwarp_rdm_peer_get(struct iwarp_rdm_ep *ep,
+					  const union iwarp_sockaddr *a);
+void iwarp_rdm_queue(struct iwarp_rdm_peer *peer, struct iwarp_rdm_tx *tx);
+void iwarp_rdm_tx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
+		       int err);
+void iwarp_rdm_owe(struct iwarp_rdm_peer *peer);
+/* Ends tx if all its work is done (iwarp_rdm.c). */
+void iwarp_rdm_settle(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx);
+/* Target side of AREQ: executes it and queues the ARESP. */
+void iwarp_rdm_atomic_serve(struct iwarp_rdm_peer *peer,
+			    const struct iwarp_rdm_hdr *h,
+			    const uint8_t *payload);
+/* Initiator side: an ARESP for one of our AREQs. */
+void iwarp_rdm_atomic_done(struct iwarp_rdm_peer *peer,
+			   const struct iwarp_rdm_hdr *h,
+			   const uint8_t *payload);
+size_t iwarp_rdm_atomic_payload_max(void);
+extern struct fi_ops_rma iwarp_rdm_rma_ops;
+extern struct fi_ops_atomic iwarp_rdm_atomic_ops;
 
 #endif /* IWARP_RDM_H */

@@ -25,24 +25,46 @@ void iwarp_rdm_shutdown(struct iwarp_rdm_ep *ep);
 
 /* ---- completions */
 
+struct iwarp_rdm_tx *iwarp_rdm_tx_new(void)
+{
+	struct iwarp_rdm_tx *tx = calloc(1, sizeof(*tx));
+
+	if (tx)
+		tx->owner = IWARP_RDM_OWN_TX;
+	return tx;
+}
+
+static struct iwarp_cntr *iwarp_rdm_tx_cntr(struct iwarp_rdm_ep *ep,
+					    uint64_t flags)
+{
+	if (flags & FI_READ)
+		return ep->cntr_read;
+	if (flags & FI_WRITE)
+		return ep->cntr_write;
+	return ep->cntr_send;
+}
+
 void iwarp_rdm_tx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
 		       int err)
 {
+	struct iwarp_cntr *cntr;
+	uint64_t tag = tx->cq_flags & FI_TAGGED ? tx->hdr.tag : 0;
+
 	if (tx->mr)
 		iw_mr_dereg(tx->mr);
 	free(tx->copy);
 	if (!tx->ctrl) {
 		if (err)
 			iwarp_cq_write_err(ep->tx_cq, tx->context, tx->cq_flags,
-					   tx->len, NULL, 0, tx->hdr.tag, err,
-					   0, NULL, 0, 0);
+					   tx->len, NULL, 0, tag, err,
+					   tx->prov_errno, NULL, 0, 0);
 		else if (tx->cq)
 			iwarp_cq_write(ep->tx_cq, tx->context, tx->cq_flags,
-				       tx->len, NULL, 0, tx->hdr.tag,
+				       tx->len, NULL, 0, tag,
 				       FI_ADDR_NOTAVAIL);
-		if (ep->cntr_send)
-			(err ? iwarp_cntr_inc_err : iwarp_cntr_inc)(
-				ep->cntr_send);
+		cntr = iwarp_rdm_tx_cntr(ep, tx->cq_flags);
+		if (cntr)
+			(err ? iwarp_cntr_inc_err : iwarp_cntr_inc)(cntr);
 	}
 	free(tx);
 }
@@ -429,7 +451,7 @@ static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 
 	if (count > IWARP_IOV_MAX - 1 || (count && !iov))
 		return -FI_EINVAL;
-	tx = calloc(1, sizeof(*tx));
+	tx = iwarp_rdm_tx_new();
 	if (!tx)
 		return -FI_ENOMEM;
 	tx->context = context;
@@ -873,6 +895,8 @@ static int iwarp_rdm_close(struct fid *fid)
 	struct iwarp_rdm_ep *ep = iwarp_rdm_ep_of(fid);
 	struct iwarp_fabric *fab = ep->fab;
 
+	if (ep->async)
+		iwarp_async_put(fab);
 	iwarp_lock(fab);
 	ep->enabled = false;
 	ep->closing = true;
@@ -888,6 +912,10 @@ static int iwarp_rdm_close(struct fid *fid)
 		atomic_fetch_sub(&ep->cntr_send->ref, 1);
 	if (ep->cntr_recv)
 		atomic_fetch_sub(&ep->cntr_recv->ref, 1);
+	if (ep->cntr_write)
+		atomic_fetch_sub(&ep->cntr_write->ref, 1);
+	if (ep->cntr_read)
+		atomic_fetch_sub(&ep->cntr_read->ref, 1);
 	atomic_fetch_sub(&ep->dom->ref, 1);
 	iwarp_unlock(fab);
 	fi_freeinfo(ep->info);
@@ -920,17 +948,26 @@ static int iwarp_rdm_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		ep->av = iwarp_av_of(bfid);
 		atomic_fetch_add(&ep->av->ref, 1);
 		return 0;
-	case FI_CLASS_CNTR:
-		if (flags & ~(FI_SEND | FI_RECV))
+	case FI_CLASS_CNTR: {
+		struct iwarp_cntr **slot[] = { &ep->cntr_send, &ep->cntr_recv,
+					       &ep->cntr_write,
+					       &ep->cntr_read };
+		const uint64_t bit[] = { FI_SEND, FI_RECV, FI_WRITE, FI_READ };
+		size_t i;
+
+		/* no FI_RMA_EVENT: nothing counts remote accesses */
+		if (flags & ~(FI_SEND | FI_RECV | FI_WRITE | FI_READ))
 			return -FI_ENOSYS;
-		if (flags & FI_SEND)
-			ep->cntr_send = iwarp_cntr_of(bfid);
-		if (flags & FI_RECV)
-			ep->cntr_recv = iwarp_cntr_of(bfid);
-		atomic_fetch_add(&iwarp_cntr_of(bfid)->ref,
-				 (flags & FI_SEND ? 1 : 0) +
-				 (flags & FI_RECV ? 1 : 0));
+		for (i = 0; i < 4; i++) {
+			if (!(flags & bit[i]))
+				continue;
+			if (*slot[i])
+				atomic_fetch_sub(&(*slot[i])->ref, 1);
+			*slot[i] = iwarp_cntr_of(bfid);
+			atomic_fetch_add(&(*slot[i])->ref, 1);
+		}
 		return 0;
+	}
 	case FI_CLASS_EQ:
 		return 0;	/* RDM reports no CM events */
 	default:
@@ -956,6 +993,10 @@ static int iwarp_rdm_control(struct fid *fid, int command, void *arg)
 		if (!ret)
 			ep->enabled = true;
 		iwarp_unlock(ep->fab);
+		/* a target of RMA must answer while its application computes */
+		if (!ret && (ep->info->caps & (FI_RMA | FI_ATOMIC)) &&
+		    !iwarp_async_get(ep->fab))
+			ep->async = true;
 		return ret;
 	case FI_GETOPSFLAG:
 		*(uint64_t *)arg = *(uint64_t *)arg & FI_TRANSMIT ?
@@ -1022,6 +1063,8 @@ int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
 	ep->ep_fid.cm = &iwarp_rdm_cm_ops;
 	ep->ep_fid.msg = &iwarp_rdm_msg_ops;
 	ep->ep_fid.tagged = &iwarp_rdm_tagged_ops;
+	ep->ep_fid.rma = &iwarp_rdm_rma_ops;
+	ep->ep_fid.atomic = &iwarp_rdm_atomic_ops;
 	*epp = &ep->ep_fid;
 	return 0;
 }

@@ -30,7 +30,7 @@ int iwarp_rdm_hdr_get(const uint8_t *p, size_t len, struct iwarp_rdm_hdr *h)
 	h->tag = iw_get64(p + 16);
 	h->data = iw_get64(p + 24);
 	h->addr = iw_get64(p + 32);
-	if (h->op < IWARP_RDM_EAGER || h->op > IWARP_RDM_CREDIT)
+	if (h->op < IWARP_RDM_EAGER || h->op > IWARP_RDM_ARESP)
 		return -FI_EINVAL;
 	if (h->credits > IWARP_RDM_CREDITS)
 		return -FI_EINVAL;	/* a peer cannot return more than it got */
@@ -58,7 +58,8 @@ int iwarp_rdm_pd_get(const uint8_t *p, size_t len, struct iwarp_rdm_pdata *d)
 {
 	memset(d, 0, sizeof(*d));
 	if (len < IWARP_RDM_PD_LEN || iw_get32(p) != IWARP_RDM_MAGIC ||
-	    (p[4] & ~IWARP_RDM_COLLISION) != IWARP_RDM_VERSION)
+	    (p[4] & ~(IWARP_RDM_COLLISION | IWARP_RDM_RFC7306)) !=
+		    IWARP_RDM_VERSION)
 		return -FI_EINVAL;
 	d->version = p[4];
 	if (p[5] == 6) {

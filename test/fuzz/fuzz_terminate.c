@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* libFuzzer: Terminate and Read Request payload parsers. */
+/* libFuzzer: Terminate, Read Request and atomic payload parsers. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +10,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct rdmap_term t;
 	struct rdmap_rreq r;
+	struct rdmap_areq a;
+	struct rdmap_aresp ar;
 	struct iw_err err;
 	uint8_t *copy = malloc(size ? size : 1), out[RDMAP_TERM_MAX];
 	ssize_t n;
@@ -28,6 +30,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rdmap_rreq_parse(copy, size, &r, &err) == 0 &&
 	    (rdmap_rreq_build(out, sizeof(out), &r) != RDMAP_RREQ_LEN ||
 	     memcmp(out, copy, RDMAP_RREQ_LEN)))
+		abort();
+	/* reserved bits are not echoed: only the opcode nibble of word 0 */
+	if (rdmap_areq_parse(copy, size, &a, &err) == 0 &&
+	    (rdmap_areq_build(out, sizeof(out), &a) != RDMAP_AREQ_LEN ||
+	     out[0] || out[1] || out[2] || out[3] != (copy[3] & 0x0f) ||
+	     memcmp(out + 4, copy + 4, RDMAP_AREQ_LEN - 4)))
+		abort();
+	if (rdmap_aresp_parse(copy, size, &ar, &err) == 0 &&
+	    (rdmap_aresp_build(out, sizeof(out), &ar) != RDMAP_ARESP_LEN ||
+	     memcmp(out, copy, RDMAP_ARESP_LEN)))
 		abort();
 	free(copy);
 	return 0;

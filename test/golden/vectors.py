@@ -70,6 +70,20 @@ def rreq(sink_stag, sink_to, size, src_stag, src_to):
         + u64(src_to)
 
 
+def areq(op, req_id, stag, to, data, mask, cmp=0, cmp_mask=0):
+    # RFC 7306 Atomic Request: reserved(28) opcode(4) | Request Identifier
+    # | Remote STag | Remote TO | Add/Swap Data | Add/Swap Mask | Compare
+    # Data | Compare Mask
+    return u32(op) + u32(req_id) + u32(stag) + u64(to) + u64(data) \
+        + u64(mask) + u64(cmp) + u64(cmp_mask)
+
+
+def aresp(req_id, orig):
+    # RFC 7306 Atomic Response: Original Request Identifier | Original
+    # Remote Data Value
+    return u32(req_id) + u64(orig)
+
+
 def term_ctrl(layer, etype, ecode, m=0, d=0, r=0):
     # RFC 5040 §4.8 figure 8: Layer(4) EType(4) Code(8) M D R, 13 reserved
     return bytes([layer << 4 | etype, ecode, m << 7 | d << 6 | r << 5, 0])
@@ -143,6 +157,16 @@ FPDU = [
     ("terminate_tagged_copy", fpdu(untagged(7, 2, 1) +
                                    term_ctrl(1, 1, 1, m=1, d=1) +
                                    u16(14) + tagged(0, 7, 0x40))),
+    # RFC 7306 atomics: requests on QN 4, responses on QN 3
+    ("atomic_fetch_add", fpdu(untagged(0xA, 4, 1) +
+                              areq(0, 7, 0x0BADF00D, 0x1000,
+                                   0x0101010101010101, 0x8000000080000000))),
+    ("atomic_cmp_swap", fpdu(untagged(0xA, 4, 2) +
+                             areq(2, 8, 0x0BADF00D, 0x1008,
+                                  0xCAFEF00DDEADBEEF, 0xFFFFFFFF00000000,
+                                  0x1122334455667788, 0xFFFF))),
+    ("atomic_resp", fpdu(untagged(0xB, 3, 1) +
+                         aresp(7, 0x1122334455667788))),
     ("send_no_crc", fpdu(untagged(3, 0, 7, payload=b"nocrc"), crc=False)),
 ]
 
