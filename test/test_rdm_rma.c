@@ -717,6 +717,13 @@ int main(void)
 	int to, from, rep, st, i;
 	pid_t pid;
 
+	pid_t pids[NCONC];
+	int tos[NCONC], froms[NCONC], reps[NCONC], k;
+
+	/* fork before libfabric and the provider's threads exist here */
+	pid = spawn(0, &to, &from, &rep);
+	for (k = 0; k < NCONC; k++)
+		pids[k] = spawn(1 + k, &tos[k], &froms[k], &reps[k]);
 	region = aligned_alloc(4096, REGION);
 	ro = aligned_alloc(4096, 4096);
 	wo = aligned_alloc(4096, 4096);
@@ -737,7 +744,6 @@ int main(void)
 	h.key_wo = fi_mr_key(mr_wo);
 
 	/* ---- the main initiator */
-	pid = spawn(0, &to, &from, &rep);
 	xfull(to, &h, sizeof(h), true);
 	{
 		uint32_t theirs = 0, ours;
@@ -796,20 +802,16 @@ int main(void)
 
 	/* ---- concurrent initiators on one counter */
 	{
-		pid_t pids[NCONC];
-		int tos[NCONC], froms[NCONC], reps[NCONC];
 		uint8_t *seen64 = calloc(NCONC * NADD, 1);
 		uint8_t *seen32 = calloc(NCONC * NADD, 1);
-		int dup = 0, k, left = NCONC;
+		int dup = 0, left = NCONC;
 		double end = tap_now() + 300;
 		uint64_t v64;
 		uint32_t v32;
 
 		memset(region + COUNTER_OFF, 0, 16);
-		for (k = 0; k < NCONC; k++) {
-			pids[k] = spawn(1 + k, &tos[k], &froms[k], &reps[k]);
+		for (k = 0; k < NCONC; k++)
 			xfull(tos[k], &h, sizeof(h), true);
-		}
 		while (left && tap_now() < end) {
 			struct pollfd p[NCONC];
 
