@@ -274,6 +274,15 @@ int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
 
 /* ---- shared between the RDM files */
 
+#define IWARP_RDM_DELIVERY (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
+/* The fi_inject calls complete silently; an FI_INJECT op flag on other
+ * calls only frees the buffer at once (fi_msg(3)). */
+#define IWARP_INJECT_CALL (1ULL << 62)
+
+/* Gathers tx's iov into one buffer of its own (tx->copy), which becomes
+ * its only iov entry; 0 or -FI_ENOMEM. */
+int iwarp_rdm_tx_flatten(struct iwarp_rdm_tx *tx);
+
 struct iwarp_rdm_tx *iwarp_rdm_tx_new(void);
 struct iwarp_rdm_peer *iwarp_rdm_peer_get(struct iwarp_rdm_ep *ep,
 					  const union iwarp_sockaddr *a);

@@ -12,16 +12,10 @@
 
 #include "iwarp/engine.h"
 
-struct iwarp_rdm_peer *iwarp_rdm_peer_get(struct iwarp_rdm_ep *ep,
-					  const union iwarp_sockaddr *a);
-void iwarp_rdm_queue(struct iwarp_rdm_peer *peer, struct iwarp_rdm_tx *tx);
 void iwarp_rdm_send_ctrl(struct iwarp_rdm_peer *peer, uint8_t op,
 			 uint32_t msg_id, uint8_t flags);
-void iwarp_rdm_owe(struct iwarp_rdm_peer *peer);
 int iwarp_rdm_listen(struct iwarp_rdm_ep *ep);
 void iwarp_rdm_shutdown(struct iwarp_rdm_ep *ep);
-
-#define IWARP_RDM_DELIVERY (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
 
 /* ---- completions */
 
@@ -408,20 +402,31 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 
 /* ---- sends */
 
+int iwarp_rdm_tx_flatten(struct iwarp_rdm_tx *tx)
+{
+	size_t i, off = 0;
+
+	tx->copy = malloc(tx->len ? tx->len : 1);
+	if (!tx->copy)
+		return -FI_ENOMEM;
+	for (i = 0; i < tx->count; i++) {
+		memcpy(tx->copy + off, tx->iov[i].iov_base,
+		       tx->iov[i].iov_len);
+		off += tx->iov[i].iov_len;
+	}
+	tx->iov[0].iov_base = tx->copy;
+	tx->iov[0].iov_len = tx->len;
+	tx->count = tx->len ? 1 : 0;
+	return 0;
+}
+
 static int iwarp_rdm_rndv(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx)
 {
 	void *buf = tx->iov[0].iov_base;
-	size_t i, off = 0;
 
 	if (tx->count > 1) {	/* register one contiguous copy */
-		tx->copy = malloc(tx->len ? tx->len : 1);
-		if (!tx->copy)
+		if (iwarp_rdm_tx_flatten(tx))
 			return -FI_ENOMEM;
-		for (i = 0; i < tx->count; i++) {
-			memcpy(tx->copy + off, tx->iov[i].iov_base,
-			       tx->iov[i].iov_len);
-			off += tx->iov[i].iov_len;
-		}
 		buf = tx->copy;
 	}
 	if (iw_mr_reg(ep->dom->pd, tx->len ? buf : tx, tx->len,
@@ -432,10 +437,6 @@ static int iwarp_rdm_rndv(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx)
 	tx->hdr.addr = (uintptr_t)buf;
 	return 0;
 }
-
-/* The fi_inject calls complete silently; an FI_INJECT op flag on other
- * calls only frees the buffer at once (fi_msg(3)). */
-#define IWARP_INJECT_CALL (1ULL << 62)
 
 static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 				     const struct iovec *iov, size_t count,
@@ -486,21 +487,7 @@ static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 	}
 	tx->hdr.msg_id = ++ep->next_msg_id;
 	if (flags & FI_INJECT) {
-		tx->copy = malloc(tx->len ? tx->len : 1);
-		if (!tx->copy) {
-			ret = -FI_ENOMEM;
-		} else {
-			size_t off = 0;
-
-			for (i = 0; i < count; i++) {
-				memcpy(tx->copy + off, iov[i].iov_base,
-				       iov[i].iov_len);
-				off += iov[i].iov_len;
-			}
-			tx->iov[0].iov_base = tx->copy;
-			tx->iov[0].iov_len = tx->len;
-			tx->count = tx->len ? 1 : 0;
-		}
+		ret = iwarp_rdm_tx_flatten(tx);
 	} else if (tx->len > IWARP_RDM_EAGER_MAX ||
 		   (flags & IWARP_RDM_DELIVERY)) {
 		/* done when the receiver has it: delivery complete */

@@ -17,9 +17,6 @@
 
 #include "iwarp/engine.h"
 
-#define IWARP_RDM_DELIVERY (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
-#define IWARP_INJECT_CALL (1ULL << 62)
-
 #define RDM(ep_) iwarp_rdm_ep_of(&(ep_)->fid)
 
 static struct iwarp_rdm_peer *iwarp_rdm_dest(struct iwarp_rdm_ep *ep,
@@ -92,22 +89,9 @@ static ssize_t iwarp_rdm_rma(struct iwarp_rdm_ep *ep, bool write,
 	tx->raddr = addr;
 	tx->cq = iwarp_rdm_wants_cq(ep, flags);
 	tx->op_flags = flags & ~IWARP_INJECT_CALL;
-	if (write && (flags & FI_INJECT)) {
-		size_t off = 0;
-
-		tx->copy = malloc(tx->len ? tx->len : 1);
-		if (!tx->copy) {
-			free(tx);
-			return -FI_ENOMEM;
-		}
-		for (i = 0; i < count; i++) {
-			memcpy(tx->copy + off, iov[i].iov_base,
-			       iov[i].iov_len);
-			off += iov[i].iov_len;
-		}
-		tx->iov[0].iov_base = tx->copy;
-		tx->iov[0].iov_len = tx->len;
-		tx->count = 1;
+	if (write && (flags & FI_INJECT) && iwarp_rdm_tx_flatten(tx)) {
+		free(tx);
+		return -FI_ENOMEM;
 	}
 	if (write && (flags & FI_REMOTE_CQ_DATA)) {
 		tx->wdata = true;
