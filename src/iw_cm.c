@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -102,6 +103,21 @@ int iw_negotiate_initiator(struct iw_ird_ord local, uint16_t max_ird,
 		use->ird = reply.ord;
 	}
 	return 0;
+}
+
+/* Logs an MPA frame's octets after the key (flags, rev, PD_Length,
+ * private data) at info level: interop logs show what was negotiated. */
+static void iw_log_frame(struct iw_dev *dev, const char *what,
+			 const uint8_t *f, size_t len)
+{
+	char hex[3 * 32 + 8];
+	size_t i, n = 0;
+
+	for (i = MPA_KEY_LEN; i < len && i < MPA_KEY_LEN + 32; i++)
+		n += (size_t)snprintf(hex + n, sizeof(hex) - n, " %02x", f[i]);
+	if (i < len)
+		snprintf(hex + n, sizeof(hex) - n, " ...");
+	iw_log(dev, 1, "MPA %s:%s", what, hex);
 }
 
 /* ---- sockets */
@@ -245,6 +261,7 @@ static int iw_cm_send_request(struct iw_qp *qp)
 	qp->rep_have = 0;
 	qp->cm = CM_WAIT_REP;
 	qp->deadline = iw_now_ms() + p->timeout_ms;
+	iw_log_frame(qp->pd->dev, "Request sent", buf, (size_t)n);
 	return iw_tx_ctrl(qp, buf, (size_t)n);
 }
 
@@ -377,6 +394,8 @@ static int iw_cm_reply_accepted(struct iw_qp *qp, const struct mpa_frame *f)
 		iw_qp_fatal(qp, &err, NULL, true);
 		return -EPROTO;
 	}
+	if (p->rtr_delay_ms)
+		qp->tx_hold = iw_now_ms() + p->rtr_delay_ms;
 	if (qp->p2p) {
 		qp->rtr_pending = true;
 		qp->cm = CM_SEND_RTR;
@@ -408,6 +427,7 @@ static int iw_cm_read_reply(struct iw_qp *qp)
 		iw_cm_unreachable(qp, ret, ret == -EPROTO ? &err : NULL);
 		return ret;
 	}
+	iw_log_frame(qp->pd->dev, "Reply received", qp->rep, qp->rep_have);
 	if (f.reject) {
 		iw_cm_rejected(qp, &f);
 		return -ECONNREFUSED;
@@ -640,6 +660,9 @@ static void iw_req_send_reject(struct iw_conn_req *req, const void *pdata,
 	if (r.enhanced && len > MPA_MAX_PD - MPA_ENH_LEN)
 		len = MPA_MAX_PD - MPA_ENH_LEN;
 	n = mpa_frame_build(buf, sizeof(buf), &r, pdata, len);
+	if (n > 0)
+		iw_log_frame(req->l->dev, "Reply (reject) sent", buf,
+			     (size_t)n);
 	if (n > 0 && send(req->fd, buf, (size_t)n, MSG_NOSIGNAL) != n)
 		iw_log(req->l->dev, 1, "reject frame not fully sent");
 }
@@ -663,6 +686,7 @@ static int iw_req_read(struct iw_conn_req *req)
 			    "connection closed during MPA Request");
 		return IW_REQ_DROPPED;
 	}
+	iw_log_frame(l->dev, "Request received", req->buf, req->have);
 	/* a responder of a lower revision closes (RFC 6581 §10) */
 	if (req->f.rev > l->param.max_rev) {
 		iw_req_drop(req, "MPA revision above what we accept");
@@ -825,5 +849,6 @@ int iw_accept(struct iw_conn_req *req, struct iw_qp *qp,
 		return -ENOMEM;
 	qp->cm = CM_WAIT_RTR;
 	qp->deadline = iw_now_ms() + qp->param.timeout_ms;
+	iw_log_frame(qp->pd->dev, "Reply sent", buf, (size_t)n);
 	return iw_tx_ctrl(qp, buf, (size_t)n);
 }

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -330,10 +331,18 @@ void iw_qp_remote_fatal(struct iw_qp *qp, const struct rdmap_term *t,
 	ev.term_raw = qp->term_copy;
 	ev.term_raw_len = len;
 	if (!qp->ev_final) {
+		char hex[3 * RDMAP_TERM_MAX + 1] = "";
+		size_t i, n = 0;
+
+		/* raw, because peers disagree on the layout: Linux siw swaps
+		 * the layer/etype nibbles and moves M/D/R (WIRE.md §5) */
+		for (i = 0; i < len; i++)
+			n += (size_t)snprintf(hex + n, sizeof(hex) - n,
+					      " %02x", raw[i]);
 		qp->ev_final = true;
-		iw_log(qp->pd->dev, 0, "peer terminated: %u/%u/%u %s",
-		       t->layer, t->etype, t->ecode,
-		       iw_err_str(t->layer, t->etype, t->ecode));
+		iw_log(qp->pd->dev, 0, "peer terminated: %u/%u/%u %s; "
+		       "Terminate octets:%s", t->layer, t->etype, t->ecode,
+		       iw_err_str(t->layer, t->etype, t->ecode), hex);
 		iw_qp_event(qp, &ev);
 	}
 }
@@ -639,6 +648,8 @@ short iw_qp_poll_events(const struct iw_qp *qp)
 
 uint64_t iw_qp_deadline(const struct iw_qp *qp)
 {
+	if (qp->tx_hold && (!qp->deadline || qp->tx_hold < qp->deadline))
+		return qp->tx_hold;
 	return qp->deadline;
 }
 

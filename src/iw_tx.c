@@ -45,6 +45,8 @@ bool iw_tx_pending(const struct iw_qp *qp)
 		return false;
 	if (qp->tx_left || qp->ctrl_off < qp->ctrl_len)
 		return true;
+	if (qp->tx_hold && iw_now_ms() < qp->tx_hold)
+		return false;
 	if (qp->cm == CM_SEND_RTR)
 		return qp->rtr_pending;
 	if (!iw_tx_data_allowed(qp))
@@ -415,6 +417,11 @@ static bool iw_tx_build(struct iw_qp *qp)
 		qp->txcnt = 1;
 		qp->tx_left = qp->txv[0].iov_len;
 		return true;
+	}
+	if (qp->tx_hold) {
+		if (iw_now_ms() < qp->tx_hold)
+			return false;
+		qp->tx_hold = 0;
 	}
 	if (qp->cm == CM_SEND_RTR && qp->rtr_pending) {
 		iw_tx_build_rtr(qp);

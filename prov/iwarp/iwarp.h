@@ -57,6 +57,10 @@ struct iwarp_params {
 	size_t rdm_unexp_max;	/* unexpected RDM octets before credits wait */
 	int crc;		/* ask every peer for the MPA CRC */
 	int rfc7306;		/* offer RFC 7306 atomics to RDM peers */
+	/* MSG endpoints (interop knobs, e.g. against Linux siw) */
+	int mpa_rev;		/* 1 or 2: the revision we ask for */
+	unsigned int rtr;	/* IW_RTR_* offered/accepted; 0: all */
+	int rtr_delay_ms;	/* first FPDU this long after the Reply */
 };
 
 #define IWARP_RDM_UNEXP_MAX_DEFAULT ((size_t)256 << 20)
@@ -66,6 +70,8 @@ extern struct iwarp_params iwarp_params;
 struct iw_cm_event;
 /* One info line per established connection: what was negotiated. */
 void iwarp_log_established(const char *what, const struct iw_cm_event *ev);
+/* The engine's log hook (iw_dev_set_log): FI_WARN/FI_INFO/FI_DBG. */
+void iwarp_engine_log(void *arg, int level, const char *msg);
 
 int iwarp_params_init(void);
 void iwarp_params_fini(void);

@@ -156,6 +156,7 @@ int iwarp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		free(dom);
 		return -FI_ENOMEM;
 	}
+	iw_dev_set_log(dom->dev, iwarp_engine_log, NULL);
 	if (iw_pd_alloc(dom->dev, &dom->pd)) {
 		iw_dev_close(dom->dev);
 		free(dom);

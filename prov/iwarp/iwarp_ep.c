@@ -335,6 +335,9 @@ static void iwarp_ep_conn_param(struct iwarp_ep *ep,
 	p->ird = IWARP_RDMA_DEPTH;
 	p->ord = IWARP_RDMA_DEPTH;
 	p->crc = iwarp_params.crc;
+	p->rev = (uint8_t)iwarp_params.mpa_rev;
+	p->rtr = (uint8_t)iwarp_params.rtr;
+	p->rtr_delay_ms = (uint16_t)iwarp_params.rtr_delay_ms;
 	p->pdata = data;
 	p->pdata_len = (uint16_t)len;
 }

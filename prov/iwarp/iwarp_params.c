@@ -15,6 +15,7 @@ struct iwarp_params iwarp_params = {
 	.allow_rxm = 0,
 	.rdm_unexp_max = IWARP_RDM_UNEXP_MAX_DEFAULT,
 	.rfc7306 = 1,
+	.mpa_rev = 2,
 };
 
 static void iwarp_params_define(void)
@@ -42,13 +43,55 @@ static void iwarp_params_define(void)
 			"atomics as RFC 7306 Atomic Requests with peers that "
 			"offer them too; otherwise the peer's provider runs "
 			"every atomic from an RDM message (default: true)");
+	fi_param_define(&iwarp_prov, "mpa_rev", FI_PARAM_INT,
+			"MPA revision a MSG endpoint asks for when it "
+			"connects: 2 (RFC 6581 enhanced, peer-to-peer) or 1 "
+			"(RFC 5044, the initiator sends first) (default: 2)");
+	fi_param_define(&iwarp_prov, "rtr", FI_PARAM_STRING,
+			"RTR types a MSG endpoint offers when it connects "
+			"and accepts when it is connected to, any of write, "
+			"read, send separated by commas; a responder picks "
+			"in that order (default: write,read,send)");
+	fi_param_define(&iwarp_prov, "rtr_delay_ms", FI_PARAM_INT,
+			"Milliseconds a connecting MSG endpoint waits after "
+			"the MPA Reply before its first FPDU (the RTR, or the "
+			"first message without one): Linux siw misses FPDUs "
+			"that arrive right behind its Reply (default: 0)");
+}
+
+/* "write,read" -> IW_RTR_WRITE | IW_RTR_READ; -1 for an unknown word */
+static int iwarp_params_rtr(const char *s)
+{
+	static const struct {
+		const char *name;
+		int bit;
+	} names[] = {
+		{ "write", IW_RTR_WRITE },
+		{ "read", IW_RTR_READ },
+		{ "send", IW_RTR_SEND },
+	};
+	int bits = 0;
+
+	while (*s) {
+		size_t len = strcspn(s, ","), i;
+
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (len == strlen(names[i].name) &&
+			    !strncmp(s, names[i].name, len))
+				break;
+		if (i == sizeof(names) / sizeof(names[0]))
+			return -1;
+		bits |= names[i].bit;
+		s += len + (s[len] == ',');
+	}
+	return bits;
 }
 
 /* Returns 0, or -FI_ENOMEM. */
 static int iwarp_params_read(void)
 {
-	char *iface = NULL;
-	int allow;
+	char *iface = NULL, *rtr = NULL;
+	int allow, val;
 
 	if (!fi_param_get_str(&iwarp_prov, "iface", &iface) && iface &&
 	    *iface) {
@@ -64,6 +107,20 @@ static int iwarp_params_read(void)
 		iwarp_params.crc = allow;
 	if (!fi_param_get_bool(&iwarp_prov, "rfc7306", &allow))
 		iwarp_params.rfc7306 = allow;
+	if (!fi_param_get_int(&iwarp_prov, "mpa_rev", &val) &&
+	    (val == 1 || val == 2))
+		iwarp_params.mpa_rev = val;
+	if (!fi_param_get_str(&iwarp_prov, "rtr", &rtr) && rtr && *rtr) {
+		val = iwarp_params_rtr(rtr);
+		if (val > 0)
+			iwarp_params.rtr = (unsigned int)val;
+		else
+			FI_WARN(&iwarp_prov, FI_LOG_CORE,
+				"FI_IWARP_RTR=%s ignored\n", rtr);
+	}
+	if (!fi_param_get_int(&iwarp_prov, "rtr_delay_ms", &val) &&
+	    val >= 0 && val <= 60000)
+		iwarp_params.rtr_delay_ms = val;
 	return 0;
 }
 
@@ -92,6 +149,20 @@ void iwarp_params_fini(void)
 	iwarp_params.rdm_unexp_max = IWARP_RDM_UNEXP_MAX_DEFAULT;
 	iwarp_params.crc = 0;
 	iwarp_params.rfc7306 = 1;
+	iwarp_params.mpa_rev = 2;
+	iwarp_params.rtr = 0;
+	iwarp_params.rtr_delay_ms = 0;
+}
+
+void iwarp_engine_log(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	if (level <= 0)
+		FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL, "%s\n", msg);
+	else if (level == 1)
+		FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL, "%s\n", msg);
+	else
+		FI_DBG(&iwarp_prov, FI_LOG_EP_CTRL, "%s\n", msg);
 }
 
 void iwarp_log_established(const char *what, const struct iw_cm_event *ev)
