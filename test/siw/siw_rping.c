@@ -11,9 +11,11 @@
  *	we play `rping -s` for a guest `rping -c`: receive the source
  *	descriptor, RDMA-Read it, check rping's pattern, go-ahead, receive
  *	the sink descriptor, RDMA-Write the ping back, go-ahead.
+ *   siw_rping sendrecv HOST PORT
+ *	one Send each way with the guest's rdma_server.
  *   siw_rping term HOST PORT
- *	provokes a Terminate from siw with an RDMA Write to an STag siw
- *	never issued; expects an error completion and the shutdown.
+ *	one good ping, then an RDMA Write to an STag siw never issued:
+ *	expects siw's Terminate as an error completion, and the shutdown.
  *
  * Descriptors are 16 octets: address u64, STag u32, length u32, all
  * big-endian. Negotiation knobs are the provider's FI_IWARP_* variables.
@@ -380,7 +382,36 @@ static int recv_msg(struct side *s, struct bufs *b, const char *what)
 	return post_recv(s, b);
 }
 
-static int connect_to(struct side *s, const char *host, const char *port)
+/* One ping of rping -c; 0 when siw echoed it intact. */
+static int ping(struct side *s, struct bufs *b, size_t size, int i)
+{
+	size_t d;
+	int ret;
+
+	rping_fill(b->src, size, i);
+	memset(b->sink, 0xa5, size);	/* stale data cannot pass */
+	ret = send_desc(s, b, b->src, b->src_mr, size);
+	if (!ret)
+		ret = recv_msg(s, b, "go-ahead after the Read");
+	if (!ret)
+		ret = send_desc(s, b, b->sink, b->sink_mr, size);
+	if (!ret)
+		ret = recv_msg(s, b, "go-ahead after the Write");
+	if (ret) {
+		check(false, "ping %d of %zu octets: step failed (%s)", i,
+		      size, fi_strerror(ret < 0 ? -ret : ret));
+		return ret;
+	}
+	d = first_diff(b->src, b->sink, size);
+	return check(d == size, "ping %d: %zu octets read by siw and written "
+		     "back intact (first difference at %zu)", i, size, d) ?
+		       0 : -FI_EIO;
+}
+
+/* Endpoint, buffers, a posted receive (the go-ahead may come before we
+ * look), then the connection. */
+static int client_open(struct side *s, struct bufs *b, const char *host,
+		       const char *port, size_t size)
 {
 	struct fi_eq_cm_entry e;
 	int ret;
@@ -388,6 +419,10 @@ static int connect_to(struct side *s, const char *host, const char *port)
 	ret = open_side(s, host, port, false);
 	if (!ret)
 		ret = open_ep(s, s->info);
+	if (!ret)
+		ret = bufs_open(s, b, size);
+	if (!ret)
+		ret = post_recv(s, b);
 	if (ret)
 		return ret;
 	ret = fi_connect(s->ep, s->info->dest_addr, NULL, 0);
@@ -405,51 +440,41 @@ static int run_client(const char *host, const char *port, size_t size,
 	struct bufs b = { 0 };
 	int i, ret;
 
-	ret = open_side(&s, host, port, false);
-	if (!ret)
-		ret = open_ep(&s, s.info);
-	if (!ret)
-		ret = bufs_open(&s, &b, size);
-	/* the go-ahead may come before we look: the receive goes first */
-	if (!ret)
-		ret = post_recv(&s, &b);
-	if (!ret) {
-		struct fi_eq_cm_entry e;
-
-		ret = fi_connect(s.ep, s.info->dest_addr, NULL, 0);
-		if (!ret)
-			ret = eq_wait(&s, FI_CONNECTED, &e, WAIT_MS);
-		check(!ret, "connected to %s:%s (%s)", host, port,
-		      fi_strerror(ret < 0 ? -ret : ret));
-	}
-	for (i = 0; !ret && i < count; i++) {
-		size_t d;
-
-		rping_fill(b.src, size, i);
-		memset(b.sink, 0xa5, size);	/* stale data cannot pass */
-		ret = send_desc(&s, &b, b.src, b.src_mr, size);
-		if (!ret)
-			ret = recv_msg(&s, &b, "go-ahead after the Read");
-		if (!ret)
-			ret = send_desc(&s, &b, b.sink, b.sink_mr, size);
-		if (!ret)
-			ret = recv_msg(&s, &b, "go-ahead after the Write");
-		if (ret) {
-			check(false, "ping %d of %zu octets: step failed (%s)",
-			      i, size, fi_strerror(ret < 0 ? -ret : ret));
-			break;
-		}
-		d = first_diff(b.src, b.sink, size);
-		if (!check(d == size, "ping %d: %zu octets read by siw and "
-			   "written back intact (first difference at %zu)",
-			   i, size, d))
-			ret = -FI_EIO;
-	}
+	ret = client_open(&s, &b, host, port, size);
+	for (i = 0; !ret && i < count; i++)
+		ret = ping(&s, &b, size, i);
 	if (!ret)
 		say("ping data: %.*s", (int)(size < 60 ? size : 60), b.src);
 	if (s.ep) {
 		fi_shutdown(s.ep, 0);
 		eq_wait(&s, FI_SHUTDOWN, NULL, 2000);
+	}
+	bufs_close(&b);
+	close_side(&s);
+	return ret;
+}
+
+/*
+ * rdma_server (librdmacm example): one 16-octet Send each way, then it
+ * disconnects. Its reply is a static buffer it never fills: zeros.
+ */
+static int run_sendrecv(const char *host, const char *port)
+{
+	static const char zero[16];
+	struct side s = { 0 };
+	struct bufs b = { 0 };
+	int ret;
+
+	ret = client_open(&s, &b, host, port, 64);
+	if (!ret)
+		ret = send_desc(&s, &b, b.src, b.src_mr, 64);
+	if (!ret)
+		ret = recv_msg(&s, &b, "rdma_server's reply");
+	if (!ret && !check(!memcmp(&b.got, zero, 16), "the reply is zeros"))
+		ret = -FI_EIO;
+	if (!ret) {
+		ret = s.shutdown ? 0 : eq_wait(&s, FI_SHUTDOWN, NULL, WAIT_MS);
+		check(!ret, "rdma_server disconnected");
 	}
 	bufs_close(&b);
 	close_side(&s);
@@ -561,11 +586,11 @@ static int run_term(const char *host, const char *port)
 	struct bufs b = { 0 };
 	int err = 0, prov = 0, ret;
 
-	ret = connect_to(&s, host, port);
+	/* a full ping first: siw has reported the connection up by then
+	 * (a failing first FPDU in peer-to-peer mode crashes its iw_cm) */
+	ret = client_open(&s, &b, host, port, 64);
 	if (!ret)
-		ret = bufs_open(&s, &b, 64);
-	if (!ret)
-		ret = post_recv(&s, &b);
+		ret = ping(&s, &b, 64, 0);
 	if (!ret)
 		ret = (int)fi_write(s.ep, b.src, 64, fi_mr_desc(b.src_mr), 0,
 				    0x10000, BOGUS_KEY, b.src);
@@ -607,10 +632,13 @@ int main(int argc, char **argv)
 		ret = run_client(argv[2], argv[3], size, count);
 	else if (argc >= 4 && !strcmp(argv[1], "server"))
 		ret = run_server(argv[2], size, count);
+	else if (argc >= 4 && !strcmp(argv[1], "sendrecv"))
+		ret = run_sendrecv(argv[2], argv[3]);
 	else if (argc >= 4 && !strcmp(argv[1], "term"))
 		ret = run_term(argv[2], argv[3]);
 	else
 		fprintf(stderr, "usage: %s client HOST PORT SIZE COUNT | "
-			"server PORT SIZE COUNT | term HOST PORT\n", argv[0]);
+			"server PORT SIZE COUNT | sendrecv HOST PORT | "
+			"term HOST PORT\n", argv[0]);
 	return ret || failures ? 1 : 0;
 }
