@@ -273,6 +273,15 @@ int rdmap_term_parse(const uint8_t *p, size_t len, struct rdmap_term *t,
 	t->etype = p[0] & 0x0f;
 	t->ecode = p[1];
 	t->hdrct = p[2] >> 5;
+	if ((!t->hdrct && (p[2] & 7)) ||
+	    (!t->hdrct && !iw_err_known(t->layer, t->etype, t->ecode) &&
+	     iw_err_known(t->etype, t->layer, t->ecode))) {
+		/* siw: M 0x01, D 0x02, R 0x04 -> ours M 4, D 2, R 1 */
+		t->layer = p[0] & 0x0f;
+		t->etype = p[0] >> 4;
+		t->hdrct = (uint8_t)((p[2] & 1) << 2 | (p[2] & 2) |
+				     (p[2] & 4) >> 2);
+	}
 	if (t->hdrct & (RDMAP_TERM_M | RDMAP_TERM_D)) {
 		if (len < off + 2)
 			goto bad;

@@ -60,6 +60,13 @@ static const struct iw_err_name iw_err_names[] = {
 	{ 2, 0, 7, "MPA: no matching RTR model" },
 };
 
+static const char iw_err_unknown[] = "unknown iWARP error";
+
+bool iw_err_known(uint8_t layer, uint8_t etype, uint8_t ecode)
+{
+	return iw_err_str(layer, etype, ecode) != iw_err_unknown;
+}
+
 const char *iw_err_str(uint8_t layer, uint8_t etype, uint8_t ecode)
 {
 	size_t i;
@@ -71,5 +78,5 @@ const char *iw_err_str(uint8_t layer, uint8_t etype, uint8_t ecode)
 		    (n->ecode < 0 || n->ecode == ecode))
 			return n->name;
 	}
-	return "unknown iWARP error";
+	return iw_err_unknown;
 }

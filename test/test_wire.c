@@ -608,6 +608,59 @@ static void test_crc_wire_order(void)
 	       "CRC trailer is the value in little-endian octet order");
 }
 
+/*
+ * Terminates as Linux siw 6.1 sends them on x86 (WIRE.md §5: nibbles
+ * swapped, M/D/R in the low bits of octet 2), captured from the guest of
+ * ../shared/tools/siw-peer, next to the RFC 5040 layout of the same.
+ */
+static void test_term_siw(void)
+{
+	/* RDMA Write to an unknown STag: DDP tagged buffer, invalid STag,
+	 * M and D, then the segment length and the tagged header */
+	static const uint8_t stag[] = {
+		0x11, 0x00, 0x03, 0x00, 0x00, 0x40, 0xc1, 0x40, 0x5e, 0xed,
+		0x0b, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+	};
+	/* RDMAP remote operation, catastrophic, M and D (siw: 20 07 03) */
+	static const uint8_t cat[] = {
+		0x20, 0x07, 0x03, 0x00, 0x00, 0x12, 0x41, 0x41, 0, 0, 0, 0,
+		0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0,
+	};
+	static const uint8_t crc[] = { 0x02, 0x02, 0x00, 0x00 };
+	static const uint8_t rtr[] = { 0x02, 0x07, 0x00, 0x00 };
+	static const uint8_t rfc[] = {
+		0x02, 0x07, 0xc0, 0x00, 0x00, 0x12, 0x41, 0x41, 0, 0, 0, 0,
+		0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0,
+	};
+	struct rdmap_term t;
+	struct iw_err err;
+
+	tap_ok(!rdmap_term_parse(stag, sizeof(stag), &t, &err) &&
+	       t.layer == 1 && t.etype == 1 && t.ecode == 0 &&
+	       t.hdrct == (RDMAP_TERM_M | RDMAP_TERM_D) && t.seg_len == 64 &&
+	       t.ddp_hdr_len == DDP_TAGGED_HDR && t.ddp_hdr[2] == 0x5e,
+	       "siw Terminate 11 00 03 00: DDP/1/0 with its header copies");
+	tap_ok(!rdmap_term_parse(cat, sizeof(cat), &t, &err) &&
+	       t.layer == 0 && t.etype == 2 && t.ecode == 7 &&
+	       t.hdrct == (RDMAP_TERM_M | RDMAP_TERM_D) &&
+	       t.ddp_hdr_len == DDP_UNTAGGED_HDR,
+	       "siw Terminate 20 07 03 00: its flag bits show the swapped "
+	       "layout, RDMAP/2/7");
+	tap_ok(!rdmap_term_parse(crc, sizeof(crc), &t, &err) &&
+	       t.layer == 2 && t.etype == 0 && t.ecode == 2 && !t.hdrct,
+	       "siw Terminate 02 02 00 00: only the swapped triple is "
+	       "defined, MPA CRC error");
+	/* ambiguous: RDMAP/2/7 is defined too, so the RFC reading stays */
+	tap_ok(!rdmap_term_parse(rtr, sizeof(rtr), &t, &err) &&
+	       t.layer == 0 && t.etype == 2 && t.ecode == 7,
+	       "siw Terminate 02 07 00 00 reads as RFC 5040 (ambiguous)");
+	tap_ok(!rdmap_term_parse(rfc, sizeof(rfc), &t, &err) &&
+	       t.layer == 0 && t.etype == 2 && t.ecode == 7 &&
+	       t.hdrct == (RDMAP_TERM_M | RDMAP_TERM_D) &&
+	       t.ddp_hdr_len == DDP_UNTAGGED_HDR,
+	       "RFC 5040 layout 02 07 c0 00 unchanged");
+}
+
 /* ---- malformed inputs and their exact errors */
 
 struct bad {
@@ -1166,6 +1219,7 @@ static void test_atomic_codec(void)
 int main(void)
 {
 	test_crc_wire_order();
+	test_term_siw();
 	test_mpa_golden();
 	test_fpdu_golden();
 	test_hdr_build();

@@ -94,6 +94,8 @@ int iw_fail(struct iw_err *err, uint8_t layer, uint8_t etype, uint8_t ecode,
 /* Human-readable name of a triple, e.g. "DDP untagged buffer: invalid MSN
  * (range)". Never NULL. */
 const char *iw_err_str(uint8_t layer, uint8_t etype, uint8_t ecode);
+/* The triple is one RFC 5040/5041/5044/6581 defines. */
+bool iw_err_known(uint8_t layer, uint8_t etype, uint8_t ecode);
 
 /* ---- big-endian helpers */
 
@@ -389,7 +391,9 @@ struct rdmap_term {
 
 /* Parses the Terminate payload (after the untagged DDP header). Lenient:
  * reserved bits and trailing octets are ignored; copies that do not fit
- * are an error. */
+ * are an error. Linux siw's layout on x86 (C bitfields: etype << 4 |
+ * layer, M/D/R in the low bits of octet 2) is read as such when its
+ * flag bits show it, or when only the swapped triple is defined. */
 int rdmap_term_parse(const uint8_t *p, size_t len, struct rdmap_term *t,
 		     struct iw_err *err);
 ssize_t rdmap_term_build(uint8_t *buf, size_t cap, const struct rdmap_term *t);
