@@ -11,6 +11,8 @@
  *	we play `rping -s` for a guest `rping -c`: receive the source
  *	descriptor, RDMA-Read it, check rping's pattern, go-ahead, receive
  *	the sink descriptor, RDMA-Write the ping back, go-ahead.
+ *   siw_rping handshake HOST PORT
+ *	connect and leave (MPA and RTR only).
  *   siw_rping sendrecv HOST PORT
  *	one Send each way with the guest's rdma_server.
  *   siw_rping term HOST PORT
@@ -576,6 +578,24 @@ static int run_server(const char *port, size_t size, int count)
 	return ret;
 }
 
+/* MPA and RTR only, e.g. with ib_write_bw -R, whose own protocol of
+ * perftest structs we do not speak: connect, then leave. */
+static int run_handshake(const char *host, const char *port)
+{
+	struct side s = { 0 };
+	struct bufs b = { 0 };
+	int ret = client_open(&s, &b, host, port, 64);
+
+	if (s.ep && !ret) {
+		fi_shutdown(s.ep, 0);
+		ret = eq_wait(&s, FI_SHUTDOWN, NULL, 2000);
+		check(!ret, "shut down");
+	}
+	bufs_close(&b);
+	close_side(&s);
+	return ret;
+}
+
 /*
  * RDMA Write to an STag siw never issued, behind a posted receive: siw
  * answers with a Terminate (DDP tagged buffer, invalid STag) and closes.
@@ -632,13 +652,15 @@ int main(int argc, char **argv)
 		ret = run_client(argv[2], argv[3], size, count);
 	else if (argc >= 4 && !strcmp(argv[1], "server"))
 		ret = run_server(argv[2], size, count);
+	else if (argc >= 4 && !strcmp(argv[1], "handshake"))
+		ret = run_handshake(argv[2], argv[3]);
 	else if (argc >= 4 && !strcmp(argv[1], "sendrecv"))
 		ret = run_sendrecv(argv[2], argv[3]);
 	else if (argc >= 4 && !strcmp(argv[1], "term"))
 		ret = run_term(argv[2], argv[3]);
 	else
 		fprintf(stderr, "usage: %s client HOST PORT SIZE COUNT | "
-			"server PORT SIZE COUNT | sendrecv HOST PORT | "
+			"server PORT SIZE COUNT | handshake|sendrecv HOST PORT | "
 			"term HOST PORT\n", argv[0]);
 	return ret || failures ? 1 : 0;
 }
