@@ -349,6 +349,17 @@ void iw_qp_remote_fatal(struct iw_qp *qp, const struct rdmap_term *t,
 
 int iw_qp_destroy(struct iw_qp *qp)
 {
+	/* Everything posted is already in the kernel: close gracefully so
+	 * TCP still delivers it (a Send completes once TCP has it, and an
+	 * abortive close would drop what the peer has not read yet). */
+	if (qp->cm == CM_RTS && !iw_tx_pending(qp) && !qp->orq_count &&
+	    !qp->irq_count && qp->sq_head == qp->sq_tail) {
+		shutdown(qp->fd, SHUT_WR);
+		qp->ev_final = true;
+		iw_qp_flush(qp, IW_WC_FLUSHED);
+		iw_qp_close_socket(qp, false);
+		qp->cm = CM_CLOSED;
+	}
 	if (qp->cm != CM_ERROR && qp->cm != CM_CLOSED && qp->cm != CM_IDLE) {
 		struct iw_err err;
 

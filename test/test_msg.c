@@ -336,6 +336,76 @@ out:
 	node_close(&n);
 }
 
+/* ---- fi_close right after a Send completed */
+
+#define CAS_LEN	(1u << 20)	/* fits in the socket buffers */
+
+/* A Send completes once TCP has it; closing then must not drop it. */
+static void close_after_send_client(struct proc *p)
+{
+	char *buf = malloc(CAS_LEN);
+	struct comp cp;
+	struct node n;
+	ssize_t ret;
+
+	if (!buf || !cli_setup(&n, p, NULL))
+		goto out;
+	if (!ctl_expect(p, CTL_NEXT, NULL, WAIT_MS))
+		goto out;
+	pat_fill(buf, CAS_LEN, p->seed ^ 0xca5, 0);
+	ret = fi_send(n.ep, buf, CAS_LEN, NULL, 0, buf);
+	check(!ret && cq_take(&n, buf, &cp, WAIT_MS) && !cp.err,
+	      "a 1 MiB Send completes (%zd)", ret);
+	check(!node_close_ep(&n), "fi_close at once");
+	ctl_send(p, CTL_NEXT, 0, 0, 0, 0, 0);
+	ctl_expect(p, CTL_DONE, NULL, WAIT_MS);
+out:
+	node_close(&n);
+	free(buf);
+}
+
+static void close_after_send_server(struct proc *p)
+{
+	char *buf = malloc(2 * (size_t)CAS_LEN);
+	struct comp c1 = { 0 }, c2 = { 0 };
+	struct node n;
+	bool got1, got2;
+	ssize_t r1 = -1, r2 = -1;
+
+	if (!buf || !srv_setup(&n, p, NULL))
+		goto out;
+	memset(buf, 0, 2 * (size_t)CAS_LEN);
+	r1 = fi_recv(n.ep, buf, CAS_LEN, NULL, 0, buf);
+	r2 = fi_recv(n.ep, buf + CAS_LEN, CAS_LEN, NULL, 0, buf + CAS_LEN);
+	ctl_send(p, CTL_NEXT, 0, 0, 0, 0, 0);
+	/* no progress here until the client has closed: the message, the
+	 * close and the flush then all come in one go */
+	ctl_expect(p, CTL_NEXT, NULL, WAIT_MS);
+	expect_shutdown(&n, "client's fi_close");
+	/* the message's completion is queued now; an error behind it must
+	 * not overtake it (whether the flush or this cancel makes it) */
+	fi_cancel(&n.ep->fid, buf + CAS_LEN);
+	{
+		struct eq_ev e;	/* progress without reading the CQ */
+
+		eq_wait(n.ep_eq, &e, 100);
+	}
+	got1 = cq_take_any(&n, &c1, WAIT_MS);
+	got2 = cq_take_any(&n, &c2, WAIT_MS);
+	check(!r1 && !r2 && got1 && c1.ctx == buf && !c1.err &&
+	      c1.len == CAS_LEN &&
+	      pat_diff(buf, CAS_LEN, p->seed ^ 0xca5, 0) == SIZE_MAX,
+	      "the message arrives whole and completes first (ctx %s, "
+	      "err %d, len %zu)", c1.ctx == buf ? "first" : "other", c1.err,
+	      c1.len);
+	check(got2 && c2.ctx == buf + CAS_LEN && c2.err == FI_ECANCELED,
+	      "then the other receive is flushed (err %d)", c2.err);
+	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
+out:
+	node_close(&n);
+	free(buf);
+}
+
 /* ---- 100 connections through one passive endpoint */
 
 #define NCONN	100
@@ -872,6 +942,8 @@ static const struct msg_case cases[] = {
 	{ "reject with data", reject_client, reject_server, false, false, 20 },
 	{ "shutdown from either side", shutdown_client, shutdown_server,
 	  false, false, 30 },
+	{ "close right after a Send", close_after_send_client,
+	  close_after_send_server, false, false, 30 },
 	{ "100 connections", many_client, many_server, false, false, 60 },
 	{ "sizes, virtual addresses", sizes_client, sizes_server, false,
 	  false, 90 },

@@ -270,6 +270,7 @@ const char *iwarp_strerror(int prov_errno, char *buf, size_t len);
 struct iwarp_cq_err {
 	struct fi_cq_err_entry e;
 	char *err_data_buf;		/* owned copy of err_data */
+	uint64_t after;			/* successes written before it */
 };
 
 struct iwarp_cq {
@@ -285,6 +286,7 @@ struct iwarp_cq {
 	size_t first_cap;		/* of the first allocation */
 	struct iwarp_cq_err *errs;
 	size_t ehead, ecount, ecap;
+	uint64_t written, taken;	/* successes ever written / read */
 	char *last_err_data;		/* valid until the next readerr */
 	struct iwarp_wait wait;
 	bool signaled;

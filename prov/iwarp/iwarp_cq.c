@@ -4,8 +4,9 @@
  * whose prefixes are the smaller formats, so a read copies entry_size
  * octets of each. The ring grows instead of overflowing: the size the
  * user asks for is a floor, never a cap. Error completions wait in a
- * queue of their own; while it is not empty fi_cq_read answers
- * -FI_EAVAIL (fi_cq(3)).
+ * queue of their own, each marked with the successes written before it:
+ * fi_cq_read returns those first, then answers -FI_EAVAIL (fi_cq(3)), so
+ * the application sees completions in the order they happened.
  *
  * Every entry point takes the fabric lock and drives progress first.
  */
@@ -105,6 +106,7 @@ int iwarp_cq_write(struct iwarp_cq *cq, void *context, uint64_t flags,
 		.tag = tag,
 	};
 	cq->src[i] = src;
+	cq->written++;
 	iwarp_wait_signal(&cq->wait);
 	return 0;
 }
@@ -129,6 +131,7 @@ int iwarp_cq_write_err(struct iwarp_cq *cq, void *context, uint64_t flags,
 		return -FI_ENOMEM;
 	}
 	e = &cq->errs[(cq->ehead + cq->ecount++) % cq->ecap];
+	e->after = cq->written;
 	e->e = (struct fi_cq_err_entry){
 		.op_context = context,
 		.flags = flags,
@@ -152,15 +155,16 @@ static ssize_t iwarp_cq_read_locked(struct iwarp_cq *cq, void *buf,
 				    size_t count, fi_addr_t *src_addr)
 {
 	char *dst = buf;
-	size_t i;
+	size_t i, ready;
 
 	iwarp_progress(cq->fab);
-	if (cq->ecount)
-		return -FI_EAVAIL;
-	if (!cq->count)
-		return -FI_EAGAIN;
-	if (count > cq->count)
-		count = cq->count;
+	ready = cq->count;
+	if (cq->ecount && cq->errs[cq->ehead].after - cq->taken < ready)
+		ready = (size_t)(cq->errs[cq->ehead].after - cq->taken);
+	if (!ready)
+		return cq->ecount ? -FI_EAVAIL : -FI_EAGAIN;
+	if (count > ready)
+		count = ready;
 	for (i = 0; i < count; i++) {
 		memcpy(dst, &cq->ring[cq->head], cq->entry_size);
 		dst += cq->entry_size;
@@ -169,6 +173,7 @@ static ssize_t iwarp_cq_read_locked(struct iwarp_cq *cq, void *buf,
 		cq->head = (cq->head + 1) % cq->cap;
 	}
 	cq->count -= count;
+	cq->taken += count;
 	return count;
 }
 
