@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * mpi_bench: OSU-style latency and bandwidth between ranks 0 and 1.
+ *
+ *	mpi_bench lat|bw [SIZES]       (default 0,1,8,64,512,4k,64k,256k,1m,4m)
+ *
+ * lat: blocking MPI_Send/MPI_Recv ping-pong after a warm-up, half the round
+ * trip. bw: rank 0 posts a window of 64 MPI_Isend from one buffer, rank 1
+ * 64 MPI_Irecv into one buffer, then rank 1 answers with a 4-octet ack.
+ * After the timed loop of each size one more message carries a pattern
+ * that the receiver checks (untimed). Prints the RESULT lines of
+ * bench_common.h, with the CPU time of both ranks per message.
+ */
+#include <mpi.h>
+
+#include "bench_common.h"
+
+#define LAT_WARM 50
+
+static void check_pattern(const unsigned char *b, size_t n)
+{
+	if (bench_check(b, n, (unsigned)n)) {
+		fprintf(stderr, "mpi_bench: size %zu corrupted\n", n);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+}
+
+/* The last message of a size: rank 0 sends a pattern, rank 1 checks. */
+static void verify(int rank, unsigned char *buf, size_t n)
+{
+	if (rank == 0) {
+		bench_fill(buf, n, (unsigned)n);
+		MPI_Send(buf, (int)n, MPI_BYTE, 1, 9, MPI_COMM_WORLD);
+	} else {
+		memset(buf, 0, n);
+		MPI_Recv(buf, (int)n, MPI_BYTE, 0, 9, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+		check_pattern(buf, n);
+	}
+}
+
+static double lat(int rank, unsigned char *buf, size_t n, long it)
+{
+	double t0 = 0;
+	long i;
+
+	for (i = -LAT_WARM; i < it; i++) {
+		if (i == 0) {
+			MPI_Barrier(MPI_COMM_WORLD);
+			t0 = MPI_Wtime();
+		}
+		if (rank == 0) {
+			MPI_Send(buf, (int)n, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+			MPI_Recv(buf, (int)n, MPI_BYTE, 1, 1, MPI_COMM_WORLD,
+				 MPI_STATUS_IGNORE);
+		} else {
+			MPI_Recv(buf, (int)n, MPI_BYTE, 0, 1, MPI_COMM_WORLD,
+				 MPI_STATUS_IGNORE);
+			MPI_Send(buf, (int)n, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+		}
+	}
+	return (MPI_Wtime() - t0) * 1e6 / (double)it / 2;
+}
+
+static double bw(int rank, unsigned char *buf, size_t n, long it)
+{
+	MPI_Request req[BENCH_WINDOW];
+	double t0 = 0;
+	int ack = 0, w;
+	long i;
+
+	for (i = -2; i < it; i++) {
+		if (i == 0) {
+			MPI_Barrier(MPI_COMM_WORLD);
+			t0 = MPI_Wtime();
+		}
+		for (w = 0; w < BENCH_WINDOW; w++) {
+			if (rank == 0)
+				MPI_Isend(buf, (int)n, MPI_BYTE, 1, 2,
+					  MPI_COMM_WORLD, &req[w]);
+			else
+				MPI_Irecv(buf, (int)n, MPI_BYTE, 0, 2,
+					  MPI_COMM_WORLD, &req[w]);
+		}
+		MPI_Waitall(BENCH_WINDOW, req, MPI_STATUSES_IGNORE);
+		if (rank == 0)
+			MPI_Recv(&ack, 1, MPI_INT, 1, 3, MPI_COMM_WORLD,
+				 MPI_STATUS_IGNORE);
+		else
+			MPI_Send(&ack, 1, MPI_INT, 0, 3, MPI_COMM_WORLD);
+	}
+	return (double)n * BENCH_WINDOW * (double)it /
+	       ((MPI_Wtime() - t0) * 1e6);
+}
+
+int main(int argc, char **argv)
+{
+	size_t sizes[BENCH_MAX_SIZES], max = 1;
+	int rank, nranks, nsizes, s;
+	const char *mode;
+	unsigned char *buf;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	mode = argc > 1 ? argv[1] : "lat";
+	nsizes = bench_parse_sizes(argc > 2 ? argv[2] :
+				   "0,1,8,64,512,4k,64k,256k,1m,4m", sizes);
+	if (nranks != 2 || nsizes <= 0 ||
+	    (strcmp(mode, "lat") && strcmp(mode, "bw"))) {
+		if (!rank)
+			fprintf(stderr, "usage: mpirun -np 2 mpi_bench "
+				"lat|bw [SIZES]\n");
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	for (s = 0; s < nsizes; s++)
+		if (sizes[s] > max)
+			max = sizes[s];
+	buf = calloc(1, max);
+	if (!buf)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	for (s = 0; s < nsizes; s++) {
+		size_t n = sizes[s];
+		int is_lat = !strcmp(mode, "lat");
+		long it = is_lat ? bench_iters(n, 50, 10000, 200000) :
+				   bench_iters(n * BENCH_WINDOW, 3, 500, 300000);
+		double c0 = bench_cpu(), v, cpu, msgs;
+
+		v = is_lat ? lat(rank, buf, n, it) : bw(rank, buf, n, it);
+		cpu = bench_cpu() - c0;
+		MPI_Allreduce(MPI_IN_PLACE, &cpu, 1, MPI_DOUBLE, MPI_SUM,
+			      MPI_COMM_WORLD);
+		msgs = is_lat ? 2.0 * (double)(it + LAT_WARM) :
+				(double)BENCH_WINDOW * (double)(it + 2);
+		verify(rank, buf, n);
+		if (rank == 0) {
+			printf("RESULT %s %zu %.3f %.3f\n", mode, n, v,
+			       cpu / msgs);
+			fflush(stdout);
+		}
+	}
+	free(buf);
+	MPI_Finalize();
+	return 0;
+}

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""bench/summarize.py OUTDIR REPEATS FAILURES: turns OUTDIR/raw.tsv
+(config, kind, size, repeat, value, cpu per message) into a markdown
+summary on stdout (medians with min-max, ratios from the same run, the
+targets of the benchmark) and writes the gnuplot script and data files
+for OUTDIR/bench.png."""
+import os
+import statistics
+import sys
+
+outdir, repeats, failures = sys.argv[1], sys.argv[2], sys.argv[3]
+rows = {}
+for line in open(os.path.join(outdir, "raw.tsv")):
+    cfg, kind, size, rep, value, cpu = line.rstrip("\n").split("\t")
+    rows.setdefault((cfg, int(size)), []).append((float(value), float(cpu)))
+
+
+def stat(cfg, size):
+    v = rows.get((cfg, size))
+    if not v:
+        return None
+    vals = [x[0] for x in v]
+    cpus = [x[1] for x in v]
+    return (statistics.median(vals), min(vals), max(vals),
+            statistics.median(cpus), len(vals))
+
+
+def med(cfg, size):
+    s = stat(cfg, size)
+    return s[0] if s else None
+
+
+def human(n):
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return "%d MiB" % (n >> 20)
+    if n >= 1024 and n % 1024 == 0:
+        return "%d KiB" % (n >> 10)
+    return "%d B" % n
+
+
+def cell(cfg, size, fmt="%.1f", cpu=False):
+    s = stat(cfg, size)
+    if not s:
+        return "-"
+    if cpu:
+        return fmt % s[3]
+    if s[4] == 1:
+        return fmt % s[0]
+    return (fmt + " (" + fmt + "-" + fmt + ")") % (s[0], s[1], s[2])
+
+
+def sizes_of(cfgs):
+    return sorted({s for (c, s) in rows if c in cfgs})
+
+
+def table(title, cfgs, names, fmt, cpu=False):
+    cfgs = [c for c in cfgs if any(k[0] == c for k in rows)]
+    if not cfgs:
+        return
+    print("### " + title + "\n")
+    print("| size | " + " | ".join(names[c] for c in cfgs) + " |")
+    print("|---:|" + "---:|" * len(cfgs))
+    for s in sizes_of(cfgs):
+        print("| %s | " % human(s) +
+              " | ".join(cell(c, s, fmt, cpu) for c in cfgs) + " |")
+    print()
+
+
+NAMES = {
+    "raw_lat": "raw TCP", "raw_bw": "raw TCP stream",
+    "pp_iwarp_msg": "iwarp msg", "pp_tcp_msg": "tcp msg",
+    "pp_iwarp_rdm": "iwarp rdm", "pp_tcp_rdm": "tcp rdm",
+    "fi_iwarp_msg_lat": "iwarp msg", "fi_tcp_msg_lat": "tcp msg",
+    "fi_iwarp_rdm_lat": "iwarp rdm", "fi_tcp_rdm_lat": "tcp rdm",
+    "fi_iwarp_msg_bw": "iwarp msg", "fi_iwarp_msg_bw_crc": "iwarp msg CRC",
+    "fi_tcp_msg_bw": "tcp msg", "fi_iwarp_rdm_bw": "iwarp rdm",
+    "fi_tcp_rdm_bw": "tcp rdm",
+    "mpi_iwarp_lat": "MPI iwarp", "mpi_tcpofi_lat": "MPI libfabric tcp",
+    "mpi_ob1_lat": "MPI ob1 tcp", "mpi_iwarp_bw": "MPI iwarp",
+    "mpi_tcpofi_bw": "MPI libfabric tcp", "mpi_ob1_bw": "MPI ob1 tcp",
+    "raw_conn": "bare TCP connect", "fi_iwarp_msg_conn": "iwarp msg",
+    "fi_tcp_msg_conn": "tcp msg", "crc32c": "CRC32c",
+}
+
+LAT = ["raw_lat", "pp_iwarp_msg", "pp_tcp_msg", "pp_iwarp_rdm", "pp_tcp_rdm"]
+FILAT = ["raw_lat", "fi_iwarp_msg_lat", "fi_tcp_msg_lat", "fi_iwarp_rdm_lat",
+         "fi_tcp_rdm_lat"]
+BW = ["raw_bw", "fi_iwarp_msg_bw", "fi_iwarp_msg_bw_crc", "fi_tcp_msg_bw",
+      "fi_iwarp_rdm_bw", "fi_tcp_rdm_bw"]
+MPILAT = ["mpi_iwarp_lat", "mpi_tcpofi_lat", "mpi_ob1_lat"]
+MPIBW = ["mpi_iwarp_bw", "mpi_tcpofi_bw", "mpi_ob1_bw"]
+
+print("## iwarp benchmark (loopback)\n")
+print("%s repeats, configurations interleaved in each; medians with "
+      "min-max over the repeats; %s failed runs.\n" % (repeats, failures))
+table("Latency, us (fi_pingpong; raw TCP: busy-poll ping-pong)", LAT, NAMES,
+      "%.2f")
+table("Latency, us (bench_fi, same code for both providers)", FILAT, NAMES,
+      "%.2f")
+table("CPU per message, us (user+system of both processes, bench_fi lat)",
+      FILAT, NAMES, "%.2f", cpu=True)
+table("Bandwidth, MB/s (window of 64 messages, then an ack)", BW, NAMES,
+      "%.0f")
+table("CPU per message, us (bandwidth runs)", BW, NAMES, "%.2f", cpu=True)
+table("MPI latency, us (blocking ping-pong)", MPILAT, NAMES, "%.2f")
+table("MPI bandwidth, MB/s (window of 64 Isend, then an ack)", MPIBW, NAMES,
+      "%.0f")
+table("MPI CPU per message, us (both ranks, latency runs)", MPILAT, NAMES,
+      "%.2f", cpu=True)
+
+conn = [c for c in ("raw_conn", "fi_iwarp_msg_conn", "fi_tcp_msg_conn")
+        if stat(c, 0)]
+if conn:
+    print("### Connection setup, us (median of 100-200 per run)\n")
+    print("| | " + " | ".join(NAMES[c] for c in conn) + " |")
+    print("|---|" + "---:|" * len(conn))
+    print("| setup | " + " | ".join(cell(c, 0, "%.1f") for c in conn) + " |")
+    print("| CPU | " + " | ".join(cell(c, 0, "%.1f", True) for c in conn) +
+          " |")
+    if stat("raw_conn", 0) and stat("fi_iwarp_msg_conn", 0):
+        print("\niwarp (TCP connect + MPA Request/Reply + RTR) / bare TCP "
+              "connect: %.1fx" % (med("fi_iwarp_msg_conn", 0) /
+                                  med("raw_conn", 0)))
+    print()
+
+# targets: (text, value, ref, ratio bound, at most?)
+targets = []
+
+
+def target(text, a, b, bound, at_most):
+    va, vb = med(*a), med(*b)
+    if va is None or vb is None:
+        targets.append((text, None, bound, at_most))
+    else:
+        targets.append((text, va / vb, bound, at_most))
+
+
+M = 1 << 20
+target("MSG 64 B latency / tcp msg", ("pp_iwarp_msg", 64),
+       ("pp_tcp_msg", 64), 0.9, True)
+target("MSG 64 B latency / raw TCP", ("pp_iwarp_msg", 64), ("raw_lat", 64),
+       1.3, True)
+target("RDM 64 B latency / tcp rdm", ("pp_iwarp_rdm", 64),
+       ("pp_tcp_rdm", 64), 0.8, True)
+target("RDM 64 KiB latency / tcp rdm", ("pp_iwarp_rdm", 65536),
+       ("pp_tcp_rdm", 65536), 0.6, True)
+target("MSG 1 MiB latency / tcp msg", ("pp_iwarp_msg", M), ("pp_tcp_msg", M),
+       1.0, True)
+target("RDM 1 MiB latency / tcp rdm", ("pp_iwarp_rdm", M), ("pp_tcp_rdm", M),
+       1.0, True)
+target("MSG 1 MiB bandwidth / raw TCP stream", ("fi_iwarp_msg_bw", M),
+       ("raw_bw", M), 0.9, False)
+target("RDM 1 MiB bandwidth / raw TCP stream", ("fi_iwarp_rdm_bw", M),
+       ("raw_bw", M), 0.9, False)
+target("MPI 8 B latency / Open MPI ob1 TCP", ("mpi_iwarp_lat", 8),
+       ("mpi_ob1_lat", 8), 0.9, True)
+target("MPI 1 MiB bandwidth / MPI over libfabric tcp", ("mpi_iwarp_bw", M),
+       ("mpi_tcpofi_bw", M), 1.0, False)
+target("MPI 1 MiB bandwidth / raw TCP stream", ("mpi_iwarp_bw", M),
+       ("raw_bw", M), 0.85, False)
+target("MSG 1 MiB bandwidth, CRC on / CRC off", ("fi_iwarp_msg_bw_crc", M),
+       ("fi_iwarp_msg_bw", M), 0.9, False)
+
+print("### Targets (ratios of medians from this run)\n")
+print("| target | ratio | bound | met |")
+print("|---|---:|---:|---|")
+for text, r, bound, at_most in targets:
+    if r is None:
+        print("| %s | - | %s %.2f | no data |" %
+              (text, "<=" if at_most else ">=", bound))
+        continue
+    ok = r <= bound if at_most else r >= bound
+    print("| %s | %.2f | %s %.2f | %s |" %
+          (text, r, "<=" if at_most else ">=", bound, "yes" if ok else "NO"))
+c = stat("crc32c", 65536)
+if c:
+    print("| CRC32c 64 KiB, GB/s per core | %.1f | >= 10 | %s |" %
+          (c[0], "yes" if c[0] >= 10 else "NO"))
+print()
+
+# plot: one data file per configuration, latency and bandwidth panels
+plots = {"lat": LAT + MPILAT, "bw": BW + MPIBW}
+for kind, cfgs in plots.items():
+    for cfg in cfgs:
+        with open(os.path.join(outdir, cfg + ".dat"), "w") as f:
+            for s in sizes_of([cfg]):
+                st = stat(cfg, s)
+                if s > 0 and st:
+                    f.write("%d %g %g %g\n" % (s, st[0], st[1], st[2]))
+with open(os.path.join(outdir, "plot.gp"), "w") as g:
+    g.write('set terminal pngcairo size 1400,600 font ",10"\n')
+    g.write('set output "%s"\n' % os.path.join(outdir, "bench.png"))
+    g.write("set multiplot layout 1,2\nset logscale xy\nset grid\n")
+    g.write('set xlabel "message size (octets)"\nset key left top\n')
+    for kind, title, unit in (("lat", "latency", "us"),
+                              ("bw", "bandwidth", "MB/s")):
+        g.write('set title "%s (median, bars min-max)"\n' % title)
+        g.write('set ylabel "%s"\n' % unit)
+        parts = []
+        for cfg in plots[kind]:
+            path = os.path.join(outdir, cfg + ".dat")
+            if os.path.getsize(path):
+                label = NAMES[cfg] + (" (fi_pingpong)" if
+                                      cfg.startswith("pp_") else "")
+                parts.append('"%s" using 1:2:3:4 with yerrorlines '
+                             'title "%s"' % (path, label))
+        g.write("plot " + ", ".join(parts) + "\n" if parts else
+                'set label "no data" at 1,1\n')
+    g.write("unset multiplot\n")
