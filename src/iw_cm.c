@@ -580,7 +580,14 @@ uint64_t iw_listener_deadline(const struct iw_listener *l)
 	for (r = l->reqs; r; r = r->next)
 		if (!d || r->deadline < d)
 			d = r->deadline;
+	if (l->accept_after && (!d || l->accept_after < d))
+		d = l->accept_after;
 	return d;
+}
+
+bool iw_listener_accepting(const struct iw_listener *l)
+{
+	return !l->accept_after || iw_now_ms() >= l->accept_after;
 }
 
 bool iw_listener_busy(const struct iw_listener *l)
@@ -615,15 +622,42 @@ int iw_conn_req_getpeer(const struct iw_conn_req *req, struct sockaddr *sa,
 	return getpeername(req->fd, sa, len) ? -errno : 0;
 }
 
+/*
+ * Out of descriptors (or socket memory), accept() fails while the
+ * connection stays queued and the listening socket readable: polling it
+ * would spin. Stop polling it for a while instead (iw_listener_accepting)
+ * and retry then; the queued peers wait, bounded by their own timeout.
+ */
+#define IW_ACCEPT_BACKOFF_MS 100
+
+static bool iw_accept_starved(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS ||
+	       err == ENOMEM;
+}
+
 static void iw_listener_accept_tcp(struct iw_listener *l)
 {
+	if (!iw_listener_accepting(l))
+		return;
+	l->accept_after = 0;
 	for (;;) {
 		struct iw_conn_req *req;
 		int fd = accept4(l->fd, NULL, NULL,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
+		if (fd < 0 && iw_accept_starved(errno)) {
+			if (!l->starved)
+				iw_log(l->dev, 1, "accept: %s; retrying every "
+				       "%d ms", strerror(errno),
+				       IW_ACCEPT_BACKOFF_MS);
+			l->starved = true;
+			l->accept_after = iw_now_ms() + IW_ACCEPT_BACKOFF_MS;
+			return;
+		}
 		if (fd < 0)
 			return;
+		l->starved = false;
 		req = calloc(1, sizeof(*req));
 		if (!req) {
 			close(fd);

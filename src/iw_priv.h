@@ -146,6 +146,8 @@ struct iw_listener {
 	const struct iw_listener_ops *ops;
 	void *arg;
 	struct iw_conn_req *reqs;
+	uint64_t accept_after;	/* out of descriptors: no accept() before */
+	bool starved;
 };
 
 #define IW_CTRL_MAX (MPA_HDR_LEN + MPA_MAX_PD + 128)

@@ -378,8 +378,12 @@ int iw_listener_getname(const struct iw_listener *l, struct sockaddr *sa,
 			socklen_t *len);
 /* Accepts TCP connections, reads requests, expires slow ones. */
 int iw_listener_progress(struct iw_listener *l);
-/* Earliest deadline among pending requests, 0 if none. */
+/* Earliest deadline among pending requests (and the end of an accept
+ * back-off), 0 if none. */
 uint64_t iw_listener_deadline(const struct iw_listener *l);
+/* False while accept() is backing off after running out of descriptors:
+ * then do not poll iw_listener_fd() for POLLIN (it would spin). */
+bool iw_listener_accepting(const struct iw_listener *l);
 /* True while requests are being read on accepted sockets that
  * iw_listener_fd() does not cover: keep calling iw_listener_progress. */
 bool iw_listener_busy(const struct iw_listener *l);

@@ -30,7 +30,7 @@ static void iwarp_pep_poll_info(struct iwarp_pollable *p, int *fd,
 	struct iwarp_pep *pep = iwarp_container_of(p, struct iwarp_pep, poll);
 
 	*fd = iw_listener_fd(pep->l);
-	*events = POLLIN;
+	*events = iw_listener_accepting(pep->l) ? POLLIN : 0;
 	/* requests still being read sit on sockets we do not poll */
 	*deadline = iw_listener_busy(pep->l) ? 1 :
 					      iw_listener_deadline(pep->l);

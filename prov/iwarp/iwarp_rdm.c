@@ -1010,7 +1010,7 @@ static void iwarp_rdm_l_poll_info(struct iwarp_pollable *p, int *fd,
 		iwarp_container_of(p, struct iwarp_rdm_ep, lpoll);
 
 	*fd = iw_listener_fd(ep->l);
-	*events = POLLIN;
+	*events = iw_listener_accepting(ep->l) ? POLLIN : 0;
 	/* requests still being read sit on sockets we do not poll */
 	*deadline = iw_listener_busy(ep->l) ? 1 :
 					     iw_listener_deadline(ep->l);
