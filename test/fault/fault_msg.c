@@ -28,6 +28,8 @@
  *               each, memory per connection reported
  *   -L N        RLIMIT_NOFILE soft limit (exhaustion); without it the
  *               limit is raised to the hard one
+ *   -A          connection mode: the peer may run out of descriptors, so
+ *               failed connects are expected (they must fail cleanly)
  *   -T S        bound of the whole run in seconds (default 60)
  *
  * The last line is "RESULT PASS|FAIL key=value ...", the exit status 0
@@ -35,7 +37,10 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <malloc.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +77,7 @@ static struct {
 	bool expect_err;
 	uint64_t kill_after, stall_after;
 	int stall_ms, txq, conns, timeout_s;
+	bool partial;		/* -A: the peer may run out; errors are fine */
 	long nofile;
 } o = { .msgs = 300, .max = 65536, .seed = 1, .txq = 32, .timeout_s = 60,
 	.nofile = -1 };
@@ -683,7 +689,7 @@ struct conn {
 };
 
 static struct conn *cs;
-static uint64_t conn_up, conn_got, conn_sent, conn_shut;
+static uint64_t conn_up, conn_got, conn_sent, conn_shut, conn_flushed;
 static int first_err, first_err_where;
 
 static const char *where_name[] = { "none", "fi_endpoint", "fi_connect",
@@ -708,6 +714,16 @@ static void conn_fill(struct conn *c, size_t i, uint64_t stream)
 	memcpy(c->sbuf, &idx, sizeof(idx));
 }
 
+/* The 64 octets of connection i's message: its index, then pattern. */
+static bool conn_check(const uint8_t *buf, uint64_t i, uint64_t stream)
+{
+	uint8_t ref[64];
+
+	pat_fill(ref, sizeof(ref), o.seed, stream, i);
+	memcpy(ref, &i, sizeof(i));
+	return !memcmp(ref, buf, sizeof(ref));
+}
+
 static struct conn *conn_of(fid_t fid)
 {
 	return fid->context;
@@ -723,19 +739,20 @@ static bool conn_progress(size_t n)
 	ssize_t k, i;
 	int ev;
 
-	while ((ev = eq_poll(&cm, &err)) != 0) {
+	/* the server reads its EQ itself (it accepts) */
+	while (!o.server && (ev = eq_poll(&cm, &err)) != 0) {
 		any = true;
 		if (ev == FI_CONNECTED) {
 			conn_of(cm.fid)->connected = true;
 			conn_up++;
 		} else if (ev == FI_SHUTDOWN) {
 			conn_shut++;
-		} else if (ev == FI_CONNREQ) {
-			fi_freeinfo(cm.info);	/* not in this phase */
 		} else if (ev < 0) {
 			conn_err(3, -ev);
-			if (err.fid && (!s.pep || err.fid != &s.pep->fid))
+			if (err.fid && (!s.pep || err.fid != &s.pep->fid)) {
 				conn_of(err.fid)->failed = true;
+				conn_of(err.fid)->connected = false;
+			}
 		}
 	}
 	while ((k = fi_cq_read(s.cq, e, 32)) > 0)
@@ -755,9 +772,7 @@ static bool conn_progress(size_t n)
 			}
 			memcpy(&got, c->rbuf, sizeof(got));
 			if (e[i].len != sizeof(c->rbuf) ||
-			    pat_check(c->rbuf + 8, sizeof(c->rbuf) - 8,
-				      o.seed, o.server ? 2 : 3, got) !=
-				    SIZE_MAX ||
+			    !conn_check(c->rbuf, got, o.server ? 2 : 3) ||
 			    (!o.server && got != idx)) {
 				fail("connection %zu: bad message", idx);
 				continue;
@@ -765,108 +780,226 @@ static bool conn_progress(size_t n)
 			c->got = true;
 			conn_got++;
 		}
-	if (k == -FI_EAVAIL) {
+	/* a connection that failed flushes its receive: counted, and it
+	 * must be one of ours */
+	while (k == -FI_EAVAIL) {
 		struct fi_cq_err_entry ce = { 0 };
+		struct conn *c;
 
-		fi_cq_readerr(s.cq, &ce, 0);
-		fail("error completion: %s", fi_strerror(ce.err));
+		if (fi_cq_readerr(s.cq, &ce, 0) != 1)
+			break;
+		any = true;
+		c = ce.op_context;
+		if (c < cs || c >= cs + n)
+			fail("stray error completion: %s",
+			     fi_strerror(ce.err));
+		else if (c->connected && !c->failed)
+			fail("connection %zu: error completion %s",
+			     (size_t)(c - cs), fi_strerror(ce.err));
+		conn_flushed++;
+		k = fi_cq_read(s.cq, e, 0);
 	}
 	return any;
 }
 
-static int conn_mode(void)
+static const char *err_name(int err)
 {
-	size_t n = (size_t)o.conns, i, made = 0, live;
-	long rss0 = fault_rss_kb(), rss1;
-	int fd0 = fault_fd_count(), fd1, ret;
-	uint64_t t0 = fault_now_ms();
-	struct sockaddr_in dst;
+	static char other[16];
 
-	cs = calloc(n, sizeof(*cs));
-	if (!cs)
-		return -FI_ENOMEM;
-	if (!o.server && fault_parse_addr(o.target, &dst))
-		return -FI_EINVAL;
-	/* set up: the client keeps at most 64 connects outstanding */
-	while (fault_now_ms() < deadline && !first_err && made < n) {
+	switch (err) {
+	case 0: return "SUCCESS";
+	case FI_EMFILE: return "EMFILE";
+	case FI_ENOMEM: return "ENOMEM";
+	case FI_EAGAIN: return "EAGAIN";
+	case FI_ETIMEDOUT: return "ETIMEDOUT";
+	case FI_ECONNREFUSED: return "ECONNREFUSED";
+	case FI_ECONNRESET: return "ECONNRESET";
+	case FI_ECONNABORTED: return "ECONNABORTED";
+	default:
+		snprintf(other, sizeof(other), "E%d", err);
+		return other;
+	}
+}
+
+static double cpu_secs(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+	       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) /
+		       1e6;
+}
+
+/* Memory figures, taken when every connection made so far is up. */
+static long rss0, rss1;
+static size_t heap0, heap1;
+
+static void mem_sample(void)
+{
+	long r = fault_rss_kb();
+	size_t h = mallinfo2().uordblks;
+
+	if (r > rss1)
+		rss1 = r;
+	if (h > heap1)
+		heap1 = h;
+}
+
+static int srv_accept_conn(struct fi_eq_cm_entry *cm, size_t made)
+{
+	struct conn *c = &cs[made];
+	int ret = fi_endpoint(s.f.domain, cm->info, &c->ep, c);
+
+	fi_freeinfo(cm->info);
+	if (ret)
+		return ret;
+	ret = fi_ep_bind(c->ep, &s.eq->fid, 0);
+	if (!ret)
+		ret = fi_ep_bind(c->ep, &s.cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!ret)
+		ret = fi_enable(c->ep);
+	if (!ret)
+		ret = (int)fi_recv(c->ep, c->rbuf, 64, NULL, 0, c);
+	if (!ret)
+		ret = fi_accept(c->ep, NULL, 0);
+	return ret;
+}
+
+/* Sleeps on the wait fds of the EQ and the CQ (fi_trywait first), as
+ * an application with blocking waits would: a descriptor that stays
+ * readable without work would spin here, which the CPU figure shows. */
+static uint64_t idle_waits, idle_wakeups;
+
+static void idle_wait(int ms)
+{
+	struct fid *f[2] = { &s.eq->fid, &s.cq->fid };
+	struct pollfd pf[2] = { { .events = POLLIN }, { .events = POLLIN } };
+
+	if (fi_control(&s.eq->fid, FI_GETWAIT, &pf[0].fd) ||
+	    fi_control(&s.cq->fid, FI_GETWAIT, &pf[1].fd)) {
+		fault_sleep_ms(1);
+		return;
+	}
+	if (fi_trywait(s.f.fabric, f, 2) != FI_SUCCESS)
+		return;
+	idle_waits++;
+	if (poll(pf, 2, ms) > 0)
+		idle_wakeups++;
+}
+
+/* The server answers every message; it ends when every connection it
+ * accepted was shut down by the client (the client decides how many). */
+static size_t conn_server(size_t n)
+{
+	uint64_t last_req = fault_now_ms();
+	size_t made = 0, i, settled;
+	int ret;
+
+	while (fault_now_ms() < deadline && !s.why[0]) {
 		struct fi_eq_cm_entry cm;
 		struct fi_eq_err_entry err;
+		bool any = false;
 		int ev;
 
-		if (o.server) {
-			ev = eq_poll(&cm, &err);
-			if (ev == FI_CONNREQ) {
-				struct conn *c = &cs[made];
-
-				ret = fi_endpoint(s.f.domain, cm.info, &c->ep,
-						  c);
-				fi_freeinfo(cm.info);
-				if (!ret)
-					ret = fi_ep_bind(c->ep, &s.eq->fid, 0);
-				if (!ret)
-					ret = fi_ep_bind(c->ep, &s.cq->fid,
-							 FI_TRANSMIT | FI_RECV);
-				if (!ret)
-					ret = fi_enable(c->ep);
-				if (!ret)
-					ret = (int)fi_recv(c->ep, c->rbuf, 64,
-							   NULL, 0, c);
-				if (!ret)
-					ret = fi_accept(c->ep, NULL, 0);
-				if (ret) {
+		while ((ev = eq_poll(&cm, &err)) != 0) {
+			any = true;
+			if (ev == FI_CONNREQ && made < n) {
+				last_req = fault_now_ms();
+				ret = srv_accept_conn(&cm, made);
+				if (ret)
 					conn_err(5, -ret);
-					break;
-				}
-				made++;
+				made += cs[made].ep != NULL;
+			} else if (ev == FI_CONNREQ) {
+				fi_freeinfo(cm.info);
 			} else if (ev == FI_CONNECTED) {
 				conn_of(cm.fid)->connected = true;
-				conn_up++;
+				if (++conn_up == made)
+					mem_sample();
+			} else if (ev == FI_SHUTDOWN) {
+				conn_shut++;
 			} else if (ev < 0) {
 				conn_err(3, -ev);
-			} else {
-				fi_cq_read(s.cq, NULL, 0);
-				fault_sleep_ms(1);
+				if (err.fid && err.fid != &s.pep->fid)
+					conn_of(err.fid)->failed = true;
 			}
-			continue;
 		}
+		any |= conn_progress(n);
+		for (i = 0; i < made; i++)
+			if (cs[i].got && !cs[i].sent) {
+				uint64_t idx;
+
+				memcpy(&idx, cs[i].rbuf, 8);
+				conn_fill(&cs[i], idx, 3);
+				cs[i].sent = true;
+				if (fi_send(cs[i].ep, cs[i].sbuf, 64, NULL, 0,
+					    &cs[i]))
+					fail("fi_send %zu", i);
+			}
+		for (i = 0, settled = 0; i < made; i++)
+			settled += cs[i].failed;
+		if (made && conn_shut + settled >= made &&
+		    (made == n || fault_now_ms() - last_req > 2000))
+			break;
+		if (!any)
+			idle_wait(50);
+	}
+	return made;
+}
+
+/* The client keeps at most 64 connects under way; it stops at the
+ * first resource error and carries on with what it has. */
+static size_t conn_client(size_t n)
+{
+	struct sockaddr_in dst;
+	size_t made = 0, i, settled = 0;
+	int ret;
+
+	if (fault_parse_addr(o.target, &dst))
+		return 0;
+	while (fault_now_ms() < deadline && !first_err && made < n) {
+		struct conn *c = &cs[made];
+
 		if (made - conn_up >= 64) {
 			if (!conn_progress(n))
 				fault_sleep_ms(1);
 			continue;
 		}
-		ret = fi_endpoint(s.f.domain, s.f.info, &cs[made].ep,
-				  &cs[made]);
+		ret = fi_endpoint(s.f.domain, s.f.info, &c->ep, c);
 		if (ret) {
+			c->ep = NULL;
 			conn_err(1, -ret);
-			break;
-		}
-		ret = fi_ep_bind(cs[made].ep, &s.eq->fid, 0);
-		if (!ret)
-			ret = fi_ep_bind(cs[made].ep, &s.cq->fid,
-					 FI_TRANSMIT | FI_RECV);
-		if (!ret)
-			ret = fi_enable(cs[made].ep);
-		if (ret) {
-			conn_err(1, -ret);
-			fi_close(&cs[made].ep->fid);
-			cs[made].ep = NULL;
 			break;
 		}
 		made++;
-		ret = (int)fi_recv(cs[made - 1].ep, cs[made - 1].rbuf, 64,
-				   NULL, 0, &cs[made - 1]);
+		ret = fi_ep_bind(c->ep, &s.eq->fid, 0);
 		if (!ret)
-			ret = fi_connect(cs[made - 1].ep, &dst, NULL, 0);
+			ret = fi_ep_bind(c->ep, &s.cq->fid,
+					 FI_TRANSMIT | FI_RECV);
+		if (!ret)
+			ret = fi_enable(c->ep);
 		if (ret) {
-			conn_err(ret == -FI_EAGAIN ? 4 : 2, -ret);
+			conn_err(1, -ret);
+			c->failed = true;
+			break;
+		}
+		ret = (int)fi_recv(c->ep, c->rbuf, 64, NULL, 0, c);
+		if (ret) {
+			conn_err(4, -ret);
+			c->failed = true;
+			break;
+		}
+		ret = fi_connect(c->ep, &dst, NULL, 0);
+		if (ret) {
+			conn_err(2, -ret);
+			c->failed = true;
 			break;
 		}
 		conn_progress(n);
 	}
 	/* the connects still under way end one way or the other */
 	while (fault_now_ms() < deadline) {
-		size_t settled = 0;
-
+		settled = 0;
 		for (i = 0; i < made; i++)
 			settled += cs[i].connected || cs[i].failed;
 		if (settled == made)
@@ -874,14 +1007,11 @@ static int conn_mode(void)
 		if (!conn_progress(n))
 			fault_sleep_ms(1);
 	}
-	rss1 = fault_rss_kb();
-	fd1 = fault_fd_count();
-	live = 0;
+	mem_sample();
+	fault_log("set-up over: %zu endpoints, %llu connected", made,
+		  (unsigned long long)conn_up);
 	for (i = 0; i < made; i++)
-		live += cs[i].connected;
-	/* one message each way on every live connection */
-	for (i = 0; i < made; i++)
-		if (cs[i].connected && !o.server) {
+		if (cs[i].connected) {
 			conn_fill(&cs[i], i, 2);
 			ret = (int)fi_send(cs[i].ep, cs[i].sbuf, 64, NULL, 0,
 					   &cs[i]);
@@ -889,48 +1019,54 @@ static int conn_mode(void)
 				fail("fi_send on connection %zu: %d", i, ret);
 		}
 	while (fault_now_ms() < deadline && !s.why[0] &&
-	       (conn_got < live || conn_sent < live)) {
-		if (o.server)
-			for (i = 0; i < made; i++)
-				if (cs[i].got && !cs[i].sent) {
-					uint64_t idx;
-
-					memcpy(&idx, cs[i].rbuf, 8);
-					conn_fill(&cs[i], idx, 3);
-					cs[i].sent = true;
-					if (fi_send(cs[i].ep, cs[i].sbuf, 64,
-						    NULL, 0, &cs[i]))
-						fail("fi_send %zu", i);
-				}
+	       (conn_got < conn_up || conn_sent < conn_up))
 		if (!conn_progress(n))
 			fault_sleep_ms(1);
-	}
+	return made;
+}
+
+static int conn_mode(void)
+{
+	size_t n = (size_t)o.conns, i, made, live = 0;
+	int fd0 = fault_fd_count(), fd1, ret;
+	uint64_t t0 = fault_now_ms();
+
+	cs = calloc(n, sizeof(*cs));
+	if (!cs)
+		return -FI_ENOMEM;
+	rss0 = rss1 = fault_rss_kb();
+	heap0 = heap1 = mallinfo2().uordblks;
+	made = o.server ? conn_server(n) : conn_client(n);
+	fd1 = fault_fd_count();
+	for (i = 0; i < made; i++)
+		live += cs[i].connected;
 	if (conn_got < live)
 		fail("%llu of %zu connections carried their message",
 		     (unsigned long long)conn_got, live);
-	/* the client closes first; the server waits for its FI_SHUTDOWNs */
-	if (o.server) {
-		uint64_t end = fault_now_ms() + 10000;
-
-		while (conn_shut < live && fault_now_ms() < end)
-			if (!conn_progress(n))
-				fault_sleep_ms(1);
-	}
 	for (i = 0; i < made; i++)
 		if (cs[i].ep && (ret = fi_close(&cs[i].ep->fid)))
 			fail("fi_close(ep %zu): %d", i, ret);
 	printf("RESULT-DATA conns=%zu made=%zu live=%zu verified=%llu "
-	       "shutdowns=%llu rss_kb=%ld..%ld per_conn_kb=%.1f fds=%d..%d "
-	       "first_err=%d(%s) in=%s secs=%.1f\n", n, made, live,
+	       "shutdowns=%llu flushed=%llu rss_kb=%ld..%ld per_conn_kb=%.1f "
+	       "heap_per_conn_kb=%.1f fds=%d..%d "
+	       "first_err=-FI_%s in=%s secs=%.1f cpu=%.2f "
+	       "waits=%llu wakeups=%llu\n", n, made, live,
 	       (unsigned long long)conn_got, (unsigned long long)conn_shut,
-	       rss0, rss1, live ? (double)(rss1 - rss0) / (double)live : 0,
-	       fd0, fd1, first_err, first_err ? fi_strerror(first_err) : "-",
+	       (unsigned long long)conn_flushed, rss0, rss1, live ? (double)(rss1 - rss0) / (double)live : 0,
+	       live ? ((double)heap1 - (double)heap0) / 1024 / (double)live :
+		      0,
+	       fd0, fd1, err_name(first_err),
 	       where_name[first_err_where],
-	       (double)(fault_now_ms() - t0) / 1000);
-	if (o.nofile > 0 && !first_err && made == n)
+	       (double)(fault_now_ms() - t0) / 1000, cpu_secs(),
+	       (unsigned long long)idle_waits,
+	       (unsigned long long)idle_wakeups);
+	if (o.nofile > 0 && !o.server && !first_err)
 		fail("the descriptor limit %ld never bit", o.nofile);
-	if (o.nofile < 0 && live != n)
+	if (o.nofile < 0 && !o.server && !o.partial && live != n)
 		fail("%zu of %zu connections up", live, n);
+	if (o.server && conn_shut != live)
+		fail("%llu FI_SHUTDOWN for %zu live connections",
+		     (unsigned long long)conn_shut, live);
 	free(cs);
 	return 0;
 }
@@ -953,7 +1089,7 @@ static void parse(int argc, char **argv)
 	if (!o.server && strcmp(argv[1], "cli"))
 		usage();
 	optind = 2;
-	while ((c = getopt(argc, argv, "l:t:m:z:x:e:K:W:q:C:L:T:")) != -1)
+	while ((c = getopt(argc, argv, "l:t:m:z:x:e:K:W:q:C:L:T:A")) != -1)
 		switch (c) {
 		case 'l': o.port = atoi(optarg); break;
 		case 't': o.target = optarg; break;
@@ -972,6 +1108,7 @@ static void parse(int argc, char **argv)
 		case 'C': o.conns = atoi(optarg); break;
 		case 'L': o.nofile = atol(optarg); break;
 		case 'T': o.timeout_s = atoi(optarg); break;
+		case 'A': o.partial = true; break;
 		default: usage();
 		}
 	if ((o.server && o.port <= 0) || (!o.server && !o.target) ||
@@ -988,6 +1125,7 @@ int main(int argc, char **argv)
 	fault_set_name(o.server ? "fault_msg srv" : "fault_msg cli");
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	deadline = fault_now_ms() + (uint64_t)o.timeout_s * 1000;
+	fault_rss_kb();		/* opens its file while descriptors last */
 	lim = fault_nofile(o.nofile);
 	if (o.conns)
 		fault_log("RLIMIT_NOFILE %ld", lim);
