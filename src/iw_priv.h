@@ -152,6 +152,22 @@ struct iw_listener {
 
 #define IW_CTRL_MAX (MPA_HDR_LEN + MPA_MAX_PD + 128)
 
+/*
+ * The FPDUs of one long message (Send, Write or Read Response) go to the
+ * kernel in one sendmsg: the pump frames them ahead, each with its own
+ * header and trailer, instead of one syscall per FPDU.
+ */
+#define IW_TX_BATCH		64
+#define IW_TX_BATCH_BYTES	(1u << 20)
+
+struct iw_tx_batch {
+	struct iovec v[IW_TX_BATCH * (IW_MAX_SGE + 2)];
+	uint8_t hdr[IW_TX_BATCH][MPA_FPDU_HDR + DDP_UNTAGGED_HDR +
+				 RDMAP_AREQ_LEN];
+	uint8_t trl[IW_TX_BATCH][3 + MPA_CRC_LEN];
+	int cnt;
+};
+
 struct iw_qp {
 	struct iw_pd *pd;
 	struct iw_qp_attr attr;
@@ -213,6 +229,9 @@ struct iw_qp {
 	uint8_t *tx_bounce;	/* markers: the whole FPDU, marked */
 	uint8_t *tx_ulpdu;	/* markers: the ULPDU gathered first */
 	uint64_t tx_mpos;
+	struct iw_tx_batch *txb;	/* the rest of a long message; NULL
+					 * until one needs it */
+	bool tx_batched;	/* tx_left counts txb's frames, not txv */
 	enum { TX_NONE, TX_CTRL, TX_RTR, TX_SQ, TX_IRQ } tx_src;
 	bool tx_msg_end;	/* the FPDU in flight ends its message */
 	bool tx_irq_busy;	/* a Read Response message is mid-way */

@@ -382,6 +382,7 @@ int iw_qp_destroy(struct iw_qp *qp)
 	free(qp->irq);
 	free(qp->tx_bounce);
 	free(qp->tx_ulpdu);
+	free(qp->txb);
 	free(qp->rcv.peek);
 	free(qp);
 	return 0;

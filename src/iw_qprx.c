@@ -680,10 +680,19 @@ int iw_rx_pump(struct iw_qp *qp)
 		direct = qp->rx.state == IW_RX_PAYLOAD && len >= RX_DIRECT_MIN;
 		/* after a large segment the next is likely large too: read
 		 * only its header through the stage, the payload in place */
-		n = recv(qp->fd, direct ? buf : qp->stage,
-			 direct ? len : qp->rx_big ? RX_HDR_READ :
-						     sizeof(qp->stage),
-			 MSG_DONTWAIT);
+		if (direct) {
+			/* the payload in place, and what follows it (trailer,
+			 * next header) through the stage, in one syscall */
+			struct iovec v[2] = { { buf, len },
+					      { qp->stage, RX_HDR_READ } };
+			struct msghdr mh = { .msg_iov = v, .msg_iovlen = 2 };
+
+			n = recvmsg(qp->fd, &mh, MSG_DONTWAIT);
+		} else {
+			n = recv(qp->fd, qp->stage,
+				 qp->rx_big ? RX_HDR_READ : sizeof(qp->stage),
+				 MSG_DONTWAIT);
+		}
 		if (n < 0) {
 			struct iw_err err;
 
@@ -703,9 +712,15 @@ int iw_rx_pump(struct iw_qp *qp)
 		budget -= (size_t)n < budget ? (size_t)n : budget;
 		qp->rx_big = direct;
 		if (direct) {
-			if (iw_rx_advance(&qp->rx, (size_t)n))
+			size_t placed = (size_t)n < len ? (size_t)n : len;
+
+			if (iw_rx_advance(&qp->rx, placed)) {
 				iw_rx_failed(qp);
-			continue;
+				break;
+			}
+			if ((size_t)n == placed)
+				continue;
+			n -= (ssize_t)placed;
 		}
 		qp->stage_off = 0;
 		qp->stage_len = (size_t)n;

@@ -7,6 +7,7 @@
  * short writes. Messages are never interleaved at FPDU level.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -477,21 +478,82 @@ static void iw_tx_fpdu_done(struct iw_qp *qp)
 	qp->tx_src = TX_NONE;
 }
 
+/* Copies the FPDU just framed in txv into the batch. */
+static void iw_tx_batch_add(struct iw_qp *qp, int frame)
+{
+	struct iw_tx_batch *b = qp->txb;
+	int i;
+
+	memcpy(b->hdr[frame], qp->tx_hdr, sizeof(qp->tx_hdr));
+	memcpy(b->trl[frame], qp->tx_trl, sizeof(qp->tx_trl));
+	for (i = 0; i < qp->txcnt; i++) {
+		struct iovec v = qp->txv[i];
+
+		if (v.iov_base == qp->tx_hdr)
+			v.iov_base = b->hdr[frame];
+		else if (v.iov_base == qp->tx_trl)
+			v.iov_base = b->trl[frame];
+		b->v[b->cnt++] = v;
+	}
+}
+
+/*
+ * The FPDU just framed starts a long message: frame the next ones of the
+ * same message too, so that one sendmsg carries them all. Their
+ * completion needs nothing until the message's last FPDU is written, and
+ * that one ends the batch.
+ */
+static void iw_tx_gather(struct iw_qp *qp)
+{
+	size_t bytes = qp->tx_left;
+	int frame = 0;
+
+	if (qp->tx_msg_end || qp->markers_tx ||
+	    (qp->tx_src != TX_SQ && qp->tx_src != TX_IRQ))
+		return;
+	if (!qp->txb && !(qp->txb = malloc(sizeof(*qp->txb))))
+		return;		/* one FPDU per syscall still works */
+	qp->txb->cnt = 0;
+	iw_tx_batch_add(qp, frame++);
+	while (!qp->tx_msg_end && frame < IW_TX_BATCH &&
+	       bytes < IW_TX_BATCH_BYTES) {
+		if (qp->tx_src == TX_SQ)
+			iw_tx_build_sq(qp);
+		else if (!iw_tx_build_irq(qp))
+			break;	/* source gone: its Terminate follows */
+		bytes += qp->tx_left;
+		iw_tx_batch_add(qp, frame++);
+	}
+	qp->tx_left = bytes;
+	qp->tx_batched = true;
+}
+
+static struct iovec *iw_tx_vec(struct iw_qp *qp, int *cnt)
+{
+	if (qp->tx_batched) {
+		*cnt = qp->txb->cnt;
+		return qp->txb->v;
+	}
+	*cnt = qp->txcnt;
+	return qp->txv;
+}
+
 /* Drops the octets just written from the front of the iovec list. */
 static void iw_tx_consume(struct iw_qp *qp, size_t n)
 {
-	int i = 0;
+	int i = 0, cnt;
+	struct iovec *v = iw_tx_vec(qp, &cnt);
 
 	qp->tx_left -= n;
-	while (n && i < qp->txcnt) {
-		if (n >= qp->txv[i].iov_len) {
-			n -= qp->txv[i].iov_len;
-			qp->txv[i].iov_len = 0;
+	while (n && i < cnt) {
+		if (n >= v[i].iov_len) {
+			n -= v[i].iov_len;
+			v[i].iov_len = 0;
 			i++;
 			continue;
 		}
-		qp->txv[i].iov_base = (uint8_t *)qp->txv[i].iov_base + n;
-		qp->txv[i].iov_len -= n;
+		v[i].iov_base = (uint8_t *)v[i].iov_base + n;
+		v[i].iov_len -= n;
 		n = 0;
 	}
 	if (qp->tx_src == TX_CTRL)
@@ -500,12 +562,13 @@ static void iw_tx_consume(struct iw_qp *qp, size_t n)
 
 static struct iovec *iw_tx_first(struct iw_qp *qp, int *cnt)
 {
-	int i = 0;
+	int i = 0, all;
+	struct iovec *v = iw_tx_vec(qp, &all);
 
-	while (i < qp->txcnt && !qp->txv[i].iov_len)
+	while (i < all && !v[i].iov_len)
 		i++;
-	*cnt = qp->txcnt - i;
-	return qp->txv + i;
+	*cnt = all - i;
+	return v + i;
 }
 
 int iw_tx_pump(struct iw_qp *qp)
@@ -514,8 +577,11 @@ int iw_tx_pump(struct iw_qp *qp)
 		struct msghdr msg = { 0 };
 		ssize_t n;
 
-		if (!qp->tx_left && !iw_tx_build(qp))
-			break;
+		if (!qp->tx_left) {
+			if (!iw_tx_build(qp))
+				break;
+			iw_tx_gather(qp);
+		}
 		msg.msg_iov = iw_tx_first(qp, (int *)&msg.msg_iovlen);
 		n = sendmsg(qp->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0) {
@@ -530,6 +596,7 @@ int iw_tx_pump(struct iw_qp *qp)
 			 * tells the real reason: read it first */
 			qp->tx_dead = true;
 			qp->tx_left = 0;
+			qp->tx_batched = false;
 			if (qp->cm == CM_RTS || qp->cm == CM_CLOSING)
 				iw_rx_pump(qp);
 			if (qp->cm == CM_ERROR)
@@ -540,8 +607,10 @@ int iw_tx_pump(struct iw_qp *qp)
 			return -EPIPE;
 		}
 		iw_tx_consume(qp, (size_t)n);
-		if (!qp->tx_left)
+		if (!qp->tx_left) {
+			qp->tx_batched = false;
 			iw_tx_fpdu_done(qp);
+		}
 	}
 	return 0;
 }
