@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "iw_priv.h"
@@ -491,6 +492,13 @@ int iw_cm_progress(struct iw_qp *qp)
 
 /* ---- passive side */
 
+static int iw_epoll_add(int efd, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	return epoll_ctl(efd, EPOLL_CTL_ADD, fd, &ev);
+}
+
 int iw_listen(struct iw_dev *dev, const struct sockaddr *addr,
 	      socklen_t len, int backlog, const struct iw_conn_param *param,
 	      const struct iw_listener_ops *ops, void *arg,
@@ -515,6 +523,13 @@ int iw_listen(struct iw_dev *dev, const struct sockaddr *addr,
 	if (bind(l->fd, addr, len) || listen(l->fd, backlog > 0 ? backlog :
 							     128))
 		goto err_close;
+	/* without it requests being read are only looked at when the
+	 * caller polls again for another reason (iw_listener_busy) */
+	l->efd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->efd >= 0 && iw_epoll_add(l->efd, l->fd)) {
+		close(l->efd);
+		l->efd = -1;
+	}
 	*lp = l;
 	return 0;
 err_close:
@@ -526,6 +541,14 @@ err_free:
 	ret = -errno;
 	free(l);
 	return ret;
+}
+
+/* A request is off the listener's epoll set once offered or dropped. */
+static void iw_req_unwatch(struct iw_conn_req *req)
+{
+	if (req->watched)
+		epoll_ctl(req->l->efd, EPOLL_CTL_DEL, req->fd, NULL);
+	req->watched = false;
 }
 
 static void iw_req_unlink(struct iw_conn_req *req)
@@ -547,8 +570,10 @@ static void iw_req_drop(struct iw_conn_req *req, const char *why)
 	iw_req_unlink(req);
 	if (req->notified && l->ops && l->ops->conn_dropped)
 		l->ops->conn_dropped(l->arg, req);
-	if (req->fd >= 0)
+	if (req->fd >= 0) {
+		iw_req_unwatch(req);
 		close(req->fd);
+	}
 	free(req);
 }
 
@@ -556,6 +581,8 @@ int iw_listener_close(struct iw_listener *l)
 {
 	while (l->reqs)
 		iw_req_drop(l->reqs, "listener closed");
+	if (l->efd >= 0)
+		close(l->efd);
 	close(l->fd);
 	free(l);
 	return 0;
@@ -563,7 +590,7 @@ int iw_listener_close(struct iw_listener *l)
 
 int iw_listener_fd(const struct iw_listener *l)
 {
-	return l->fd;
+	return l->efd >= 0 ? l->efd : l->fd;
 }
 
 int iw_listener_getname(const struct iw_listener *l, struct sockaddr *sa,
@@ -594,6 +621,8 @@ bool iw_listener_busy(const struct iw_listener *l)
 {
 	const struct iw_conn_req *r;
 
+	if (l->efd >= 0)
+		return false;	/* their sockets are in the epoll set */
 	for (r = l->reqs; r; r = r->next)
 		if (!r->notified)
 			return true;
@@ -669,6 +698,7 @@ static void iw_listener_accept_tcp(struct iw_listener *l)
 		req->deadline = iw_now_ms() + l->param.timeout_ms;
 		req->next = l->reqs;
 		l->reqs = req;
+		req->watched = l->efd >= 0 && !iw_epoll_add(l->efd, fd);
 	}
 }
 
@@ -752,6 +782,7 @@ static void iw_req_offer(struct iw_conn_req *req)
 	};
 
 	req->notified = true;
+	iw_req_unwatch(req);
 	req->deadline = iw_now_ms() + l->param.timeout_ms;
 	if (l->ops && l->ops->conn_request)
 		l->ops->conn_request(l->arg, req, &ev);

@@ -134,6 +134,7 @@ struct iw_conn_req {
 	uint8_t buf[MPA_HDR_LEN + MPA_MAX_PD];
 	size_t have;
 	bool notified;
+	bool watched;		/* in the listener's epoll set */
 	uint64_t deadline;
 	struct mpa_frame f;
 	void *ctx;
@@ -142,6 +143,7 @@ struct iw_conn_req {
 struct iw_listener {
 	struct iw_dev *dev;
 	int fd;
+	int efd;		/* epoll: fd and the sockets of unread requests */
 	struct iw_conn_param param;
 	const struct iw_listener_ops *ops;
 	void *arg;

@@ -14,7 +14,9 @@
  * Each check group prints one TAP line; details of a failure follow as
  * "#" lines.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2726,6 +2728,47 @@ static void timed(const char *name, void (*fn)(void))
 	tap_diag("%s: %.0f ms", name, (double)(eu_now_us() - t0) / 1000);
 }
 
+/*
+ * The listener's fd must wake its owner for the octets of a Request on a
+ * connection it already accepted, not only for new connections: else the
+ * Request waits for an unrelated wakeup or a timer.
+ */
+static void test_listener_wakes(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+	struct iw_listener *l = NULL;
+	struct pollfd pf = { .events = POLLIN };
+	bool ok;
+	int c = -1;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ok = !iw_listen(env.dev, (struct sockaddr *)&sin, sizeof(sin), 8,
+			NULL, NULL, NULL, &l) &&
+	     !iw_listener_getname(l, (struct sockaddr *)&sin, &sl);
+	c = ok ? socket(AF_INET, SOCK_STREAM, 0) : -1;
+	ok = ok && c >= 0 &&
+	     !connect(c, (struct sockaddr *)&sin, sizeof(sin));
+	pf.fd = ok ? iw_listener_fd(l) : -1;
+	ok = ok && poll(&pf, 1, 2000) == 1;
+	if (ok)
+		iw_listener_progress(l);	/* accepts; nothing to read */
+	report(ok && poll(&pf, 1, 0) == 0,
+	       "listener fd: quiet once the connection is accepted");
+	ok = ok && send(c, "MPA ID Req", 10, 0) == 10;
+	report(ok && poll(&pf, 1, 2000) == 1 && (pf.revents & POLLIN),
+	       "listener fd: readable when an accepted connection sends "
+	       "part of its Request");
+	if (ok)
+		iw_listener_progress(l);
+	report(ok && poll(&pf, 1, 0) == 0,
+	       "listener fd: quiet again once the part is read");
+	if (c >= 0)
+		close(c);
+	if (l)
+		iw_listener_close(l);
+}
+
 int main(int argc, char **argv)
 {
 	int rc;
@@ -2750,6 +2793,7 @@ int main(int argc, char **argv)
 	timed("client-server", test_cs_first_fpdu);
 	timed("rev1", test_rev1);
 	timed("reject", test_reject);
+	timed("listener wakes", test_listener_wakes);
 	timed("pdata", test_pdata);
 	timed("ird/ord e2e", test_ird_ord_e2e);
 	timed("ord limit", test_ord_limit);

@@ -373,6 +373,8 @@ int iw_listen(struct iw_dev *dev, const struct sockaddr *addr,
 	      const struct iw_listener_ops *ops, void *arg,
 	      struct iw_listener **l);
 int iw_listener_close(struct iw_listener *l);
+/* Readable when a connection or a Request's octets are waiting (an
+ * epoll fd over the listening socket and the requests being read). */
 int iw_listener_fd(const struct iw_listener *l);
 int iw_listener_getname(const struct iw_listener *l, struct sockaddr *sa,
 			socklen_t *len);
@@ -385,7 +387,8 @@ uint64_t iw_listener_deadline(const struct iw_listener *l);
  * then do not poll iw_listener_fd() for POLLIN (it would spin). */
 bool iw_listener_accepting(const struct iw_listener *l);
 /* True while requests are being read on accepted sockets that
- * iw_listener_fd() does not cover: keep calling iw_listener_progress. */
+ * iw_listener_fd() does not cover (only if epoll was not available):
+ * keep calling iw_listener_progress. */
 bool iw_listener_busy(const struct iw_listener *l);
 
 /* The connection moves into qp (which must be IDLE); the Reply goes out
