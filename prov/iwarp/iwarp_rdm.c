@@ -308,12 +308,17 @@ static int iwarp_rdm_post_wr(struct iwarp_rdm_peer *peer,
 
 	if (!peer->qp || !peer->up)
 		return -ENOTCONN;	/* lost while posting */
-	/* the post may complete the request before it returns */
-	tx->pending++;
+	/*
+	 * One count for the work request, one held across the call: the
+	 * post pumps the socket, and a connection that fails inside it
+	 * flushes this request and fails the peer's queued operations
+	 * (iwarp_rdm_peer_fail), which would end tx under our feet. The
+	 * caller settles it after we return (iwarp_rdm_post).
+	 */
+	tx->pending += 2;
 	ret = iw_qp_post_send(peer->qp, wr);
-	if (ret)
-		tx->pending--;
-	else
+	tx->pending -= ret ? 2 : 1;
+	if (!ret)
 		tx->step++;
 	return ret;
 }
@@ -330,6 +335,7 @@ static int iwarp_rdm_post_hdr(struct iwarp_rdm_peer *peer,
 		.sgl = sge,
 	};
 	bool counted = iwarp_rdm_counted(op);
+	struct iw_qp *qp;
 	uint16_t given;
 	size_t i;
 	int ret;
@@ -349,9 +355,12 @@ static int iwarp_rdm_post_hdr(struct iwarp_rdm_peer *peer,
 			sge[wr.num_sge].addr = tx->iov[i].iov_base;
 			sge[wr.num_sge++].len = (uint32_t)tx->iov[i].iov_len;
 		}
+	qp = peer->qp;
 	ret = iwarp_rdm_post_wr(peer, tx, &wr);
 	if (ret)
 		return ret;
+	if (peer->qp != qp)
+		return 0;	/* lost inside the post: windows were reset */
 	peer->owed = 0;
 	peer->granted += given;
 	if (counted)
