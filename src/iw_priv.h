@@ -234,6 +234,8 @@ struct iw_qp {
 	struct iw_tx_batch *txb;	/* the rest of a long message; NULL
 					 * until one needs it */
 	bool tx_batched;	/* tx_left counts txb's frames, not txv */
+	int tx_frames;		/* FPDUs in the batch (or 1) */
+	struct iw_qp_stats stats;
 	enum { TX_NONE, TX_CTRL, TX_RTR, TX_SQ, TX_IRQ } tx_src;
 	bool tx_msg_end;	/* the FPDU in flight ends its message */
 	bool tx_irq_busy;	/* a Read Response message is mid-way */

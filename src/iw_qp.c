@@ -347,6 +347,11 @@ void iw_qp_remote_fatal(struct iw_qp *qp, const struct rdmap_term *t,
 	}
 }
 
+void iw_qp_stats(const struct iw_qp *qp, struct iw_qp_stats *st)
+{
+	*st = qp->stats;
+}
+
 int iw_qp_destroy(struct iw_qp *qp)
 {
 	/* Everything posted is already in the kernel: close gracefully so

@@ -560,6 +560,7 @@ static int iw_qprx_done(void *arg, const struct iw_rx_seg *seg,
 	struct iw_qp *qp = arg;
 	const struct ddp_hdr *h = &seg->hdr;
 
+	qp->stats.rx_fpdus++;
 	if (qp->cm == CM_WAIT_RTR && h->opcode != RDMAP_TERMINATE) {
 		iw_qp_established(qp);
 		if (qp->rtr_used == IW_RTR_SEND) {
@@ -709,6 +710,7 @@ int iw_rx_pump(struct iw_qp *qp)
 			iw_rx_eof(qp);
 			break;
 		}
+		qp->stats.rx_calls++;
 		budget -= (size_t)n < budget ? (size_t)n : budget;
 		qp->rx_big = direct;
 		if (direct) {

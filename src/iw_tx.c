@@ -526,6 +526,7 @@ static void iw_tx_gather(struct iw_qp *qp)
 	}
 	qp->tx_left = bytes;
 	qp->tx_batched = true;
+	qp->tx_frames = frame;
 }
 
 static struct iovec *iw_tx_vec(struct iw_qp *qp, int *cnt)
@@ -580,6 +581,7 @@ int iw_tx_pump(struct iw_qp *qp)
 		if (!qp->tx_left) {
 			if (!iw_tx_build(qp))
 				break;
+			qp->tx_frames = 1;
 			iw_tx_gather(qp);
 		}
 		msg.msg_iov = iw_tx_first(qp, (int *)&msg.msg_iovlen);
@@ -606,8 +608,11 @@ int iw_tx_pump(struct iw_qp *qp)
 			iw_qp_fatal(qp, &err, NULL, false);
 			return -EPIPE;
 		}
+		qp->stats.tx_calls++;
 		iw_tx_consume(qp, (size_t)n);
 		if (!qp->tx_left) {
+			if (qp->tx_src != TX_CTRL)
+				qp->stats.tx_fpdus += (uint64_t)qp->tx_frames;
 			qp->tx_batched = false;
 			iw_tx_fpdu_done(qp);
 		}

@@ -2769,6 +2769,70 @@ static void test_listener_wakes(void)
 		iw_listener_close(l);
 }
 
+/*
+ * What a long message costs in syscalls: the sender hands many FPDUs to
+ * one sendmsg, the receiver reads each payload together with the next
+ * header. Counted, not timed.
+ */
+static void test_syscall_economy(void)
+{
+	enum { LEN = 4 << 20 };
+	uint8_t *src = malloc(LEN), *dst = malloc(LEN);
+	struct iw_sge ssg = { .addr = src, .len = LEN };
+	struct iw_qp_stats sa = { 0 }, sb = { 0 };
+	struct eu_pair_cfg cfg;
+	struct want w = { 0 };
+	struct eu_pair p;
+	bool ok, made = src && dst;
+
+	cfg_default(&cfg);
+	ok = made && connect_pair(&p, &cfg);
+	w.p = &p;
+	if (ok) {
+		iw_qp_stats(p.a.qp, &sa);
+		iw_qp_stats(p.b.qp, &sb);
+		eu_fill(src, LEN, 77);
+		memset(dst, 0, LEN);
+		ok = !post_recv(&p.b, dst, dst, LEN) &&
+		     !post_send(&p.a, src, &ssg, 1, 0);
+		want_add(&w, &p.b, dst);
+		want_add(&w, &p.a, src);
+		ok = ok && wait_want(&w, 10000) && !memcmp(src, dst, LEN);
+	}
+	report(ok, "4 MiB Send arrives intact");
+	if (ok) {
+		struct iw_qp_stats ea, eb;
+
+		iw_qp_stats(p.a.qp, &ea);
+		iw_qp_stats(p.b.qp, &eb);
+		ea.tx_calls -= sa.tx_calls;
+		ea.tx_fpdus -= sa.tx_fpdus;
+		eb.rx_calls -= sb.rx_calls;
+		eb.rx_fpdus -= sb.rx_fpdus;
+		tap_diag("  4 MiB Send: %llu FPDUs in %llu sendmsg; %llu FPDUs "
+			 "in %llu receive calls",
+			 (unsigned long long)ea.tx_fpdus,
+			 (unsigned long long)ea.tx_calls,
+			 (unsigned long long)eb.rx_fpdus,
+			 (unsigned long long)eb.rx_calls);
+		report(ea.tx_fpdus >= 64 && ea.tx_calls * 4 <= ea.tx_fpdus,
+		       "sender: at least 4 FPDUs per sendmsg (%llu in %llu)",
+		       (unsigned long long)ea.tx_fpdus,
+		       (unsigned long long)ea.tx_calls);
+		report(eb.rx_fpdus >= 64 && eb.rx_calls <= eb.rx_fpdus + 8,
+		       "receiver: one receive call per FPDU at most (%llu in "
+		       "%llu)", (unsigned long long)eb.rx_fpdus,
+		       (unsigned long long)eb.rx_calls);
+	} else {
+		report(false, "sender: at least 4 FPDUs per sendmsg");
+		report(false, "receiver: one receive call per FPDU at most");
+	}
+	if (made)
+		eu_pair_fini(&p);
+	free(src);
+	free(dst);
+}
+
 int main(int argc, char **argv)
 {
 	int rc;
@@ -2810,6 +2874,7 @@ int main(int argc, char **argv)
 	timed("srq", test_srq);
 	timed("peek", test_peek);
 	timed("pipeline", test_pipeline);
+	timed("syscall economy", test_syscall_economy);
 	timed("bad requests", test_bad_requests);
 	timed("flow control", test_flow_control);
 	sides_free();

@@ -348,6 +348,13 @@ int iw_qp_getname(const struct iw_qp *qp, struct sockaddr *sa,
 		  socklen_t *len);
 int iw_qp_getpeer(const struct iw_qp *qp, struct sockaddr *sa,
 		  socklen_t *len);
+/* What a connection cost in syscalls: sendmsg/recv calls that moved
+ * octets, and the FPDUs they carried. */
+struct iw_qp_stats {
+	uint64_t tx_calls, tx_fpdus;
+	uint64_t rx_calls, rx_fpdus;
+};
+void iw_qp_stats(const struct iw_qp *qp, struct iw_qp_stats *st);
 
 /* ---- shared receive queues */
 
