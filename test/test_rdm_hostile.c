@@ -217,8 +217,9 @@ static void test_refused(void)
 	expect_terminate("an empty Send", m, 0, 104);
 	rdm_hdr(m, 4, 0, 65, 0, 1, 0, 0, 0);
 	expect_terminate("credits beyond the window (65)", m, HDR, 105);
-	rdm_hdr(m, 1, 1, 0, 100000, 1, 0, 5, 0);
-	expect_terminate("EAGER announcing 100000 octets", m, HDR + 8, 106);
+	/* beyond IWARP_RDM_EAGER_MAX (256 KiB), what any receiver accepts */
+	rdm_hdr(m, 1, 1, 0, 300000, 1, 0, 5, 0);
+	expect_terminate("EAGER announcing 300000 octets", m, HDR + 8, 106);
 }
 
 /*

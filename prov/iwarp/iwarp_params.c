@@ -6,6 +6,7 @@
  */
 #include "iwarp.h"
 #include "iwarp/engine.h"
+#include "iwarp_rdm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@ struct iwarp_params iwarp_params = {
 	.allow_rxm = 0,
 	.rdm_unexp_max = IWARP_RDM_UNEXP_MAX_DEFAULT,
 	.rfc7306 = 1,
+	.rdm_eager = IWARP_RDM_EAGER_DEFAULT,
 	.mpa_rev = 2,
 };
 
@@ -34,6 +36,10 @@ static void iwarp_params_define(void)
 			"before it stops returning credits for more; they "
 			"come back as the stored messages are received "
 			"(default: 268435456)");
+	fi_param_define(&iwarp_prov, "rdm_eager", FI_PARAM_SIZE_T,
+			"Largest RDM message sent eagerly, in one trip, "
+			"rather than by rendezvous (an RDMA Read of the "
+			"sender's buffer); at most 262144 (default: 65536)");
 	fi_param_define(&iwarp_prov, "crc", FI_PARAM_BOOL,
 			"Ask every peer for the MPA CRC32c (RFC 5044); "
 			"otherwise it is used only when the peer asks "
@@ -103,6 +109,9 @@ static int iwarp_params_read(void)
 		iwarp_params.allow_rxm = allow;
 	fi_param_get_size_t(&iwarp_prov, "rdm_unexp_max",
 			    &iwarp_params.rdm_unexp_max);
+	fi_param_get_size_t(&iwarp_prov, "rdm_eager", &iwarp_params.rdm_eager);
+	if (iwarp_params.rdm_eager > IWARP_RDM_EAGER_MAX)
+		iwarp_params.rdm_eager = IWARP_RDM_EAGER_MAX;
 	if (!fi_param_get_bool(&iwarp_prov, "crc", &allow))
 		iwarp_params.crc = allow;
 	if (!fi_param_get_bool(&iwarp_prov, "rfc7306", &allow))

@@ -55,7 +55,10 @@
 #define IWARP_RDM_COLLISION 0x80
 #define IWARP_RDM_RFC7306 0x40		/* executes RFC 7306 atomics */
 #define IWARP_RDM_CREDITS 64		/* eager window per peer */
-#define IWARP_RDM_EAGER_MAX 16384	/* larger messages use rendezvous */
+/* An EAGER may carry up to IWARP_RDM_EAGER_MAX octets (what a receiver
+ * accepts); a sender uses it up to FI_IWARP_RDM_EAGER (default below). */
+#define IWARP_RDM_EAGER_MAX 262144
+#define IWARP_RDM_EAGER_DEFAULT 65536
 #define IWARP_RDM_INJECT_MAX 256
 #define IWARP_RDM_CONNECT_TRIES 5
 

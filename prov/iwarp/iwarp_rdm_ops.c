@@ -488,7 +488,7 @@ static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 	tx->hdr.msg_id = ++ep->next_msg_id;
 	if (flags & FI_INJECT) {
 		ret = iwarp_rdm_tx_flatten(tx);
-	} else if (tx->len > IWARP_RDM_EAGER_MAX ||
+	} else if (tx->len > iwarp_params.rdm_eager ||
 		   (flags & IWARP_RDM_DELIVERY)) {
 		/* done when the receiver has it: delivery complete */
 		ret = iwarp_rdm_rndv(ep, tx);
