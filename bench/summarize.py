@@ -189,7 +189,7 @@ for kind, cfgs in plots.items():
                 if s > 0 and st:
                     f.write("%d %g %g %g\n" % (s, st[0], st[1], st[2]))
 with open(os.path.join(outdir, "plot.gp"), "w") as g:
-    g.write('set terminal pngcairo size 1400,600 font ",10"\n')
+    g.write('set terminal pngcairo noenhanced size 1400,600 font ",10"\n')
     g.write('set output "%s"\n' % os.path.join(outdir, "bench.png"))
     g.write("set multiplot layout 1,2\nset logscale xy\nset grid\n")
     g.write('set xlabel "message size (octets)"\nset key left top\n')
