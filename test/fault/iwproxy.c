@@ -19,7 +19,7 @@
  *                client side, "t": the target side, "b": both), again on
  *                SIGUSR2 resume; -S MS:LEN stalls from MS after the first
  *                pair for LEN ms without a signal
- *   -D           dynamic target: each client first sends 8 octets
+ *   -D           dynamic target: each client first sends 10 octets
  *                "IWPX" + port (2, network order) + IPv4 address (4,
  *                network order); the proxy connects there (see
  *                iwpx_shim.c)
@@ -51,7 +51,7 @@
 
 #define BUF_LEN		65536
 #define MAX_PAIRS	1024
-#define HDR_LEN		8
+#define HDR_LEN		10
 
 struct dir {
 	int from, to;		/* descriptors (owned by the pair) */
@@ -225,7 +225,7 @@ static void accept_one(int lfd)
 	st.pairs++;
 }
 
-/* Dynamic mode: reads the 8-octet header, then connects. false: drop. */
+/* Dynamic mode: reads the 10-octet header, then connects. false: drop. */
 static bool read_header(struct pair *p)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
