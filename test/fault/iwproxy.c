@@ -15,6 +15,9 @@
  *   -r BYTES     reset: once a pair has forwarded BYTES (both ways), close
  *                both sockets with SO_LINGER 0 so both ends get an RST
  *   -k N         reset at most N pairs (-r and SIGUSR1); later pairs pass
+ *   -b BYTES     corrupt: flip one bit of the octet at client->target
+ *                offset BYTES of the first pair (a negative control: the
+ *                tests must notice)
  *   -s DIR       stall mode: on SIGUSR2 stop reading from DIR ("c": the
  *                client side, "t": the target side, "b": both), again on
  *                SIGUSR2 resume; -S MS:LEN stalls from MS after the first
@@ -72,7 +75,7 @@ struct pair {
 
 static struct {
 	int delay_ms, chunk, loss_pm, loss_ms;
-	uint64_t rst_after;
+	uint64_t rst_after, flip_at;
 	int rst_max;
 	int stall_dir;		/* bit 0: client side, bit 1: target side */
 	int stall_at_ms, stall_len_ms;
@@ -83,7 +86,7 @@ static struct {
 } opt = { .lifetime_s = 120, .max_pairs = 64, .rst_max = -1 };
 
 static struct {
-	uint64_t pairs, refused, chunks, pauses, rsts, stalls, octets[2];
+	uint64_t pairs, refused, chunks, pauses, rsts, stalls, flips, octets[2];
 } st;
 
 static struct pair *pairs[MAX_PAIRS];
@@ -281,6 +284,12 @@ static bool dir_pump(struct dir *d, int k, uint64_t now)
 			len = (size_t)opt.chunk;
 		if (opt.chunk)
 			len = 1 + rnd() % len;
+		if (k == 0 && opt.flip_at && !st.flips &&
+		    d->octets <= opt.flip_at - 1 &&
+		    opt.flip_at - 1 < d->octets + len) {
+			d->buf[d->head + (opt.flip_at - 1 - d->octets)] ^= 0x10;
+			st.flips++;
+		}
 		n = send(d->to, d->buf + d->head, len, MSG_NOSIGNAL);
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR;
@@ -415,7 +424,7 @@ static int parse_target(const char *s)
 static void usage(void)
 {
 	fprintf(stderr, "usage: iwproxy -l PORT (-t 127.x.x.x:PORT | -D) "
-		"[-d MS] [-c N] [-p PERMILLE -P MS] [-r BYTES] [-k N] "
+		"[-d MS] [-c N] [-p PERMILLE -P MS] [-r BYTES] [-k N] [-b BYTES] "
 		"[-s c|t|b] [-S MS:LEN] [-T SECS] [-n N] [-F FILE] "
 		"[-x SEED]\n");
 	exit(2);
@@ -425,7 +434,7 @@ static void parse(int argc, char **argv, int *port)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "l:t:d:c:p:P:r:k:s:S:DT:n:F:x:")) != -1)
+	while ((c = getopt(argc, argv, "l:t:d:c:p:P:r:k:b:s:S:DT:n:F:x:")) != -1)
 		switch (c) {
 		case 'l': *port = atoi(optarg); break;
 		case 't': if (parse_target(optarg)) usage(); break;
@@ -435,6 +444,7 @@ static void parse(int argc, char **argv, int *port)
 		case 'P': opt.loss_ms = atoi(optarg); break;
 		case 'r': opt.rst_after = strtoull(optarg, NULL, 0); break;
 		case 'k': opt.rst_max = atoi(optarg); break;
+		case 'b': opt.flip_at = strtoull(optarg, NULL, 0) + 1; break;
 		case 's':
 			opt.stall_dir = strchr(optarg, 'c') ? 1 : 0;
 			opt.stall_dir |= strchr(optarg, 't') ? 2 : 0;
@@ -559,11 +569,13 @@ int main(int argc, char **argv)
 			pair_free(i, 0);
 	close(lfd);
 	fprintf(stderr, "iwproxy: pairs %llu refused %llu octets c2t %llu "
-		"t2c %llu chunks %llu pauses %llu rsts %llu stalls %llu\n",
+		"t2c %llu chunks %llu pauses %llu rsts %llu stalls %llu "
+		"flips %llu\n",
 		(unsigned long long)st.pairs, (unsigned long long)st.refused,
 		(unsigned long long)st.octets[0],
 		(unsigned long long)st.octets[1],
 		(unsigned long long)st.chunks, (unsigned long long)st.pauses,
-		(unsigned long long)st.rsts, (unsigned long long)st.stalls);
+		(unsigned long long)st.rsts, (unsigned long long)st.stalls,
+		(unsigned long long)st.flips);
 	return 0;
 }
