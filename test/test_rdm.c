@@ -8,6 +8,9 @@
  * - sends to our own address are delivered;
  * - a message from a peer not in our AV reports FI_ADDR_NOTAVAIL as its
  *   source, and the peer's fi_addr once it is inserted;
+ * - a message stored before its sender was inserted matches a receive
+ *   directed at the sender once it is (an MPI rank may send before the
+ *   receiver has inserted it);
  * - a peer that restarts on the same address (new instance) replaces its
  *   old connection and traffic goes on;
  * - truncation, FI_PEEK miss (FI_ENOMSG) and cancel (FI_ECANCELED) keep
@@ -195,6 +198,42 @@ out:
 }
 
 /*
+ * d stores a message from c before c is in d's AV; a receive directed at
+ * c, posted after the insert, must take it.
+ */
+static void test_late_insert(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct rep c = { 0 }, d = { 0 };
+	fi_addr_t d_at_c, c_at_d, src = FI_ADDR_NOTAVAIL;
+	char buf[16] = "early", in[16] = "";
+	int ctx, i;
+
+	if (!tap_ok(!rep_open(&c, 0) && !rep_open(&d, 0),
+		    "late insert: two endpoints open"))
+		goto out;
+	fi_av_insert(c.av, &d.name, 1, &d_at_c, 0, NULL);
+	fi_tsend(c.ep, buf, sizeof(buf), NULL, d_at_c, 7, NULL);
+	/* both progress until d has stored it; nothing completes at d */
+	for (i = 0; i < 200; i++) {
+		fi_cq_read(c.cq, NULL, 0);
+		fi_cq_read(d.cq, NULL, 0);
+	}
+	if (!tap_ok(fi_av_insert(d.av, &c.name, 1, &c_at_d, 0, NULL) == 1 &&
+		    c_at_d != FI_ADDR_NOTAVAIL, "late insert: d inserts c"))
+		goto out;
+	fi_trecv(d.ep, in, sizeof(in), NULL, c_at_d, 7, 0, &ctx);
+	tap_ok(reap(&d, &c, 5, &e, &src, &err) == 1 && e.op_context == &ctx &&
+	       src == c_at_d && !strcmp(in, "early"),
+	       "late insert: the stored message matches a receive directed "
+	       "at its sender (%llu)", (unsigned long long)c_at_d);
+out:
+	rep_close(&c);
+	rep_close(&d);
+}
+
+/*
  * b restarts on the same address with a new instance and speaks first:
  * a must let the new connection replace the old one, then both ways work.
  */
@@ -300,7 +339,7 @@ int main(void)
 	setenv("FI_IWARP_IFACE", "lo", 1);
 	hints->fabric_attr->prov_name = strdup("iwarp");
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED | FI_SOURCE;
+	hints->caps = FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV;
 	hints->addr_format = FI_SOCKADDR_IN;
 	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
 	fi_freeinfo(hints);
@@ -313,6 +352,7 @@ int main(void)
 		return tap_done();
 	test_self();
 	test_source();
+	test_late_insert();
 	test_errors_keep_context();
 	test_restart();
 	test_unreachable();

@@ -25,6 +25,12 @@ void iwarp_rdm_peer_kick(struct iwarp_rdm_peer *peer);
 
 static const struct iw_qp_ops iwarp_rdm_qp_ops;
 
+static unsigned iwarp_rdm_port(const struct iwarp_rdm_peer *peer)
+{
+	return ntohs(peer->addr.sa.sa_family == AF_INET6 ?
+		     peer->addr.sin6.sin6_port : peer->addr.sin.sin_port);
+}
+
 /* ---- peers and their QPs */
 
 static void iwarp_rdm_bury(struct iwarp_rdm_ep *ep, struct iw_qp *qp)
@@ -236,6 +242,9 @@ void iwarp_rdm_peer_kick(struct iwarp_rdm_peer *peer)
 	iwarp_rdm_conn_param(&p, pd);
 	peer->tries++;
 	peer->qp_initiated = true;
+	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL, "RDM peer :%u: connecting %p "
+		"(try %d)\n", iwarp_rdm_port(peer), (void *)peer->qp,
+		peer->tries);
 	if (iw_qp_connect(peer->qp, &peer->addr.sa,
 			  iwarp_sa_len(&peer->addr.sa), &p)) {
 		iwarp_rdm_bury(peer->ep, peer->qp);
@@ -551,7 +560,7 @@ void iwarp_rdm_owe(struct iwarp_rdm_peer *peer)
 
 /* ---- engine callbacks */
 
-static fi_addr_t iwarp_rdm_from(struct iwarp_rdm_peer *peer)
+fi_addr_t iwarp_rdm_from(struct iwarp_rdm_peer *peer)
 {
 	return peer->ep->av ? iwarp_av_reverse(peer->ep->av, &peer->addr.sa)
 			    : FI_ADDR_NOTAVAIL;
@@ -839,6 +848,10 @@ static void iwarp_rdm_lost(struct iwarp_rdm_peer *peer, struct iw_qp *qp,
 {
 	bool was_up = peer->up;
 
+	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL, "RDM peer :%u: connection %p "
+		"lost (event %d, status %d, ours %p, up %d)\n",
+		iwarp_rdm_port(peer), (void *)qp, ev->type, ev->status,
+		(void *)peer->qp, peer->up);
 	if (qp == peer->rx_qp) {
 		iwarp_rdm_bury(peer->ep, qp);
 		peer->rx_qp = NULL;
@@ -876,6 +889,9 @@ static void iwarp_rdm_cm_event(void *arg, struct iw_qp *qp,
 	switch (ev->type) {
 	case IW_CM_ESTABLISHED:
 		iwarp_log_established("RDM", ev);
+		FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL, "RDM peer :%u: "
+			"connection %p up (ours %p)\n", iwarp_rdm_port(peer),
+			(void *)qp, (void *)peer->qp);
 		if (qp != peer->qp)
 			break;	/* self: the receiving half */
 		if (peer->qp_initiated) {	/* the Reply says it */
@@ -992,6 +1008,10 @@ static void iwarp_rdm_conn_request(void *arg, struct iw_conn_req *req,
 	peer->instance = them.instance;
 	peer->rfc7306 = them.version & IWARP_RDM_RFC7306;
 	/* the connection initiated by the smaller side wins a collision */
+	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL, "RDM peer :%u: request; ours "
+		"%p up %d cmp %d -> %s\n", iwarp_rdm_port(peer),
+		(void *)peer->qp, peer->up, cmp,
+		peer->qp && (peer->up || cmp > 0) ? "reject" : "accept");
 	if (peer->qp && (peer->up || cmp > 0)) {
 		iwarp_rdm_reject(ep, req, IWARP_RDM_COLLISION);
 		return;

@@ -108,6 +108,9 @@ struct iwarp_rdm_pdata {
 
 void iwarp_rdm_pd_put(uint8_t *p, const struct iwarp_rdm_pdata *d);
 int iwarp_rdm_pd_get(const uint8_t *p, size_t len, struct iwarp_rdm_pdata *d);
+struct iwarp_rdm_peer;
+/* The peer's fi_addr_t in the endpoint's AV, or FI_ADDR_NOTAVAIL. */
+fi_addr_t iwarp_rdm_from(struct iwarp_rdm_peer *peer);
 /* Total order on (address, port, instance): who keeps a collision. */
 int iwarp_rdm_pd_cmp(const struct iwarp_rdm_pdata *a,
 		     const struct iwarp_rdm_pdata *b);

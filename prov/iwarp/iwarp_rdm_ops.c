@@ -174,6 +174,10 @@ static struct iwarp_rdm_unexp *iwarp_rdm_match_unexp(struct iwarp_rdm_ep *ep,
 		struct iwarp_rdm_unexp *ux =
 			iwarp_container_of(e, struct iwarp_rdm_unexp, link);
 
+		/* a message may arrive before its sender is in our AV (an MPI
+		 * peer that got our address first): look again now */
+		if (ux->from == FI_ADDR_NOTAVAIL && ux->peer)
+			ux->from = iwarp_rdm_from(ux->peer);
 		if (claim_ctx ? ux->claimed && ux->claim_ctx == claim_ctx :
 				!ux->claimed &&
 				iwarp_rdm_matches(rx, &ux->hdr, ux->from))
