@@ -193,8 +193,13 @@ static void iwarp_rdm_atomics_on(struct iwarp_rdm_peer *peer, struct iw_qp *qp)
 
 static struct iw_qp *iwarp_rdm_qp_new(struct iwarp_rdm_peer *peer)
 {
+	/* The peer of an RDM connection is always this provider (its
+	 * private data says so), which takes FPDUs of any legal length: no
+	 * need to cut them to the TCP segment size (1442 octets on
+	 * Ethernet) as a hardware RNIC would need. */
 	struct iw_qp_attr attr = {
 		.sq_size = 1024,
+		.mulpdu = IWARP_RDM_MULPDU,
 		.peek_len = IWARP_RDM_HDR_LEN,
 		.ops = &iwarp_rdm_qp_ops,
 		.arg = peer,

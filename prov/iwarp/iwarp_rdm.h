@@ -59,6 +59,8 @@
  * accepts); a sender uses it up to FI_IWARP_RDM_EAGER (default below). */
 #define IWARP_RDM_EAGER_MAX 262144
 #define IWARP_RDM_EAGER_DEFAULT 65536
+/* ULPDU of every FPDU an RDM connection sends: 64 KiB less 4 */
+#define IWARP_RDM_MULPDU 65532
 #define IWARP_RDM_INJECT_MAX 256
 #define IWARP_RDM_CONNECT_TRIES 5
 
