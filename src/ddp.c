@@ -281,6 +281,7 @@ int rdmap_term_parse(const uint8_t *p, size_t len, struct rdmap_term *t,
 		t->etype = p[0] >> 4;
 		t->hdrct = (uint8_t)((p[2] & 1) << 2 | (p[2] & 2) |
 				     (p[2] & 4) >> 2);
+		t->siw_layout = true;
 	}
 	if (t->hdrct & (RDMAP_TERM_M | RDMAP_TERM_D)) {
 		if (len < off + 2)

@@ -387,6 +387,7 @@ struct rdmap_term {
 	uint8_t ddp_hdr[DDP_UNTAGGED_HDR];
 	bool has_rreq;
 	uint8_t rreq[RDMAP_RREQ_LEN];
+	bool siw_layout;	/* parsed from siw's swapped layout */
 };
 
 /* Parses the Terminate payload (after the untagged DDP header). Lenient:
