@@ -668,9 +668,9 @@ int iw_rx_pump(struct iw_qp *qp)
 	while (qp->fd >= 0 && !qp->rx_eof && budget &&
 	       qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {
 		uint8_t *buf;
-		size_t len;
+		size_t len, asked;
 		ssize_t n;
-		bool direct;
+		bool direct, drained;
 
 		iw_rx_want(&qp->rx, &buf, &len);
 		if (!len) {
@@ -688,19 +688,21 @@ int iw_rx_pump(struct iw_qp *qp)
 					      { qp->stage, RX_HDR_READ } };
 			struct msghdr mh = { .msg_iov = v, .msg_iovlen = 2 };
 
+			asked = len + RX_HDR_READ;
 			n = recvmsg(qp->fd, &mh, MSG_DONTWAIT);
 		} else {
-			n = recv(qp->fd, qp->stage,
-				 qp->rx_big ? RX_HDR_READ : sizeof(qp->stage),
-				 MSG_DONTWAIT);
+			asked = qp->rx_big ? RX_HDR_READ : sizeof(qp->stage);
+			n = recv(qp->fd, qp->stage, asked, MSG_DONTWAIT);
 		}
 		if (n < 0) {
 			struct iw_err err;
 
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				qp->stats.rx_empty++;
 				break;
+			}
 			iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
 				MPA_ECODE_CLOSED, "TCP receive failed");
 			iw_qp_fatal(qp, &err, NULL, false);
@@ -711,6 +713,9 @@ int iw_rx_pump(struct iw_qp *qp)
 			break;
 		}
 		qp->stats.rx_calls++;
+		/* A short read emptied the socket: asking again would only
+		 * say EAGAIN, one more syscall before every reply. */
+		drained = (size_t)n < asked;
 		budget -= (size_t)n < budget ? (size_t)n : budget;
 		qp->rx_big = direct;
 		if (direct) {
@@ -720,13 +725,16 @@ int iw_rx_pump(struct iw_qp *qp)
 				iw_rx_failed(qp);
 				break;
 			}
-			if ((size_t)n == placed)
+			if ((size_t)n == placed) {
+				if (drained)
+					break;
 				continue;
+			}
 			n -= (ssize_t)placed;
 		}
 		qp->stage_off = 0;
 		qp->stage_len = (size_t)n;
-		if (!iw_rx_drain_stage(qp))
+		if (!iw_rx_drain_stage(qp) || drained)
 			break;
 	}
 	return 0;

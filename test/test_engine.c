@@ -2833,6 +2833,48 @@ static void test_syscall_economy(void)
 	free(dst);
 }
 
+/*
+ * Small messages, one at a time, the receiver driven when its socket is
+ * readable: each costs one receive call, with no second call that only
+ * finds the socket empty (a syscall before every reply in a ping-pong).
+ */
+static void test_small_recv_calls(void)
+{
+	enum { N = 200 };
+	static uint8_t rbuf[N][64], sbuf[64];
+	struct iw_sge ssg = { .addr = sbuf, .len = sizeof(sbuf) };
+	struct iw_qp_stats s0 = { 0 }, s1 = { 0 };
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	int i, got = 0;
+	bool ok;
+
+	cfg_default(&cfg);
+	ok = connect_pair(&p, &cfg);
+	for (i = 0; ok && i < N; i++)
+		ok = !post_recv(&p.b, rbuf[i], rbuf[i], sizeof(rbuf[i]));
+	if (ok)
+		iw_qp_stats(p.b.qp, &s0);
+	for (i = 0; ok && i < N; i++) {
+		struct want w = { .p = &p };
+
+		ok = !post_send(&p.a, sbuf, &ssg, 1, 0);
+		want_add(&w, &p.b, rbuf[i]);
+		ok = ok && wait_want(&w, 5000);
+		got += ok;
+	}
+	if (ok)
+		iw_qp_stats(p.b.qp, &s1);
+	report(ok, "%d small Sends one at a time arrive (%d)", N, got);
+	report(ok && s1.rx_fpdus - s0.rx_fpdus == N &&
+	       s1.rx_empty - s0.rx_empty <= N / 10,
+	       "receiver: no empty receive call behind each message (%llu "
+	       "empty, %llu with data, for %d messages)",
+	       (unsigned long long)(s1.rx_empty - s0.rx_empty),
+	       (unsigned long long)(s1.rx_calls - s0.rx_calls), N);
+	eu_pair_fini(&p);
+}
+
 int main(int argc, char **argv)
 {
 	int rc;
@@ -2875,6 +2917,7 @@ int main(int argc, char **argv)
 	timed("peek", test_peek);
 	timed("pipeline", test_pipeline);
 	timed("syscall economy", test_syscall_economy);
+	timed("small recv calls", test_small_recv_calls);
 	timed("bad requests", test_bad_requests);
 	timed("flow control", test_flow_control);
 	sides_free();

@@ -353,6 +353,7 @@ int iw_qp_getpeer(const struct iw_qp *qp, struct sockaddr *sa,
 struct iw_qp_stats {
 	uint64_t tx_calls, tx_fpdus;
 	uint64_t rx_calls, rx_fpdus;
+	uint64_t rx_empty;	/* receive calls that found nothing */
 };
 void iw_qp_stats(const struct iw_qp *qp, struct iw_qp_stats *st);
 

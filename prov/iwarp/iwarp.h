@@ -172,6 +172,7 @@ struct iwarp_fabric {
 	struct pollfd *pfds;		/* iwarp_progress scratch */
 	struct iwarp_pollable **pptr;
 	size_t pcap;
+	unsigned int rare_tick;		/* progress calls, for rare ones */
 	/* target-side progress for RMA when the application is away */
 	uint64_t app_ms;		/* last progress the application made */
 	bool in_async;
@@ -203,7 +204,11 @@ struct iwarp_pollable {
 	void (*poll_info)(struct iwarp_pollable *p, int *fd, short *events,
 			  uint64_t *deadline);
 	bool run;			/* iwarp_progress: ready or due */
+	bool rare;			/* a listener: polled only every
+					 * IWARP_RARE_EVERY progress calls */
 };
+
+#define IWARP_RARE_EVERY 16
 
 void iwarp_pollable_add(struct iwarp_fabric *fab, struct iwarp_pollable *p);
 void iwarp_pollable_del(struct iwarp_pollable *p);

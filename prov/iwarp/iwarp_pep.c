@@ -147,6 +147,7 @@ static int iwarp_pep_listen(struct fid_pep *pep_fid)
 	if (!ret) {
 		pep->poll.progress = iwarp_pep_progress;
 		pep->poll.poll_info = iwarp_pep_poll_info;
+		pep->poll.rare = true;
 		iwarp_pollable_add(pep->fab, &pep->poll);
 		if (pep->eq)
 			iwarp_wait_bind(&pep->eq->wait, &pep->poll);

@@ -62,6 +62,7 @@ void iwarp_pollable_del(struct iwarp_pollable *p)
 static bool iwarp_progress_select(struct iwarp_fabric *fab)
 {
 	uint64_t now = iw_now_ms();
+	bool rare_turn = !(++fab->rare_tick % IWARP_RARE_EVERY);
 	struct iwarp_list *e;
 	size_t n = 0, i;
 
@@ -74,7 +75,7 @@ static bool iwarp_progress_select(struct iwarp_fabric *fab)
 
 		p->poll_info(p, &fd, &events, &deadline);
 		p->run = fd < 0 || (deadline && deadline <= now);
-		if (fd < 0 || !events)
+		if (fd < 0 || !events || (p->rare && !rare_turn))
 			continue;
 		if (n == fab->pcap) {
 			size_t cap = fab->pcap ? fab->pcap * 2 : 16;
@@ -94,7 +95,9 @@ static bool iwarp_progress_select(struct iwarp_fabric *fab)
 		fab->pfds[n] = (struct pollfd){ .fd = fd, .events = events };
 		fab->pptr[n++] = p;
 	}
-	/* one socket: its own non-blocking reads cost what poll() would */
+	/* One socket: its own non-blocking reads cost what poll() would.
+	 * Listeners join only every IWARP_RARE_EVERY calls, so an endpoint
+	 * busy-polling one peer reads it without a poll() first. */
 	if (n == 1) {
 		fab->pptr[0]->run = true;
 		return true;

@@ -1072,6 +1072,7 @@ int iwarp_rdm_listen(struct iwarp_rdm_ep *ep)
 	iwarp_list_init(&ep->lpoll.link);
 	ep->lpoll.progress = iwarp_rdm_l_progress;
 	ep->lpoll.poll_info = iwarp_rdm_l_poll_info;
+	ep->lpoll.rare = true;
 	iwarp_rdm_bind_poll(ep, &ep->lpoll);
 	return 0;
 }
