@@ -114,11 +114,27 @@ static void sync_cpu(int fd, int server, double cpu0, double *peer)
 	}
 }
 
+/* One untimed message with a pattern the server checks. */
+static void verify(int fd, int server, unsigned char *buf, size_t n)
+{
+	if (!server) {
+		bench_fill(buf, n, (unsigned)n);
+		xfer(fd, buf, n, 1);
+		return;
+	}
+	memset(buf, 0, n);
+	xfer(fd, buf, n, 0);
+	if (bench_check(buf, n, (unsigned)n)) {
+		fprintf(stderr, "bench_tcp: size %zu corrupted\n", n);
+		exit(1);
+	}
+}
+
 static void lat_size(int fd, int server, size_t n, unsigned char *buf)
 {
 	long it = bench_iters(n, 100, 20000, budget_ms * 1000), i;
 	long warm = it / 10 + 1;
-	double t0 = 0, c0 = 0, peer = 0;
+	double t0 = 0, c0 = 0, peer = 0, cpu;
 
 	for (i = -warm; i < it; i++) {
 		if (i == 0) {
@@ -136,28 +152,18 @@ static void lat_size(int fd, int server, size_t n, unsigned char *buf)
 	double t = bench_now() - t0;
 
 	sync_cpu(fd, server, c0, &peer);
-	if (!server) {
-		double cpu = bench_cpu() - c0 + peer;
-
-		bench_fill(buf, n, (unsigned)n);
-		xfer(fd, buf, n, 1);
+	cpu = bench_cpu() - c0 + peer;
+	verify(fd, server, buf, n);
+	if (!server)
 		printf("RESULT lat %zu %.3f %.3f\n", n, t / it / 2,
 		       cpu / (2.0 * (double)it));
-	} else {
-		memset(buf, 0, n);
-		xfer(fd, buf, n, 0);
-		if (bench_check(buf, n, (unsigned)n)) {
-			fprintf(stderr, "bench_tcp: size %zu corrupted\n", n);
-			exit(1);
-		}
-	}
 }
 
 static void bw_size(int fd, int server, size_t n, unsigned char *buf)
 {
 	long it = bench_iters(n * BENCH_WINDOW, 3, 2000, budget_ms * 1000);
 	long warm = it / 10 + 1, i;
-	double t0 = 0, c0 = 0, peer = 0;
+	double t0 = 0, c0 = 0, peer = 0, cpu, msgs = (double)it * BENCH_WINDOW;
 	unsigned char ack = 0;
 	int w;
 
@@ -173,22 +179,11 @@ static void bw_size(int fd, int server, size_t n, unsigned char *buf)
 	double t = bench_now() - t0;
 
 	sync_cpu(fd, server, c0, &peer);
-	if (!server) {
-		double cpu = bench_cpu() - c0 + peer;
-		double msgs = (double)it * BENCH_WINDOW;
-
-		bench_fill(buf, n, (unsigned)n);
-		xfer(fd, buf, n, 1);
+	cpu = bench_cpu() - c0 + peer;
+	verify(fd, server, buf, n);
+	if (!server)
 		printf("RESULT bw %zu %.1f %.3f\n", n, (double)n * msgs / t,
 		       cpu / msgs);
-	} else {
-		memset(buf, 0, n);
-		xfer(fd, buf, n, 0);
-		if (bench_check(buf, n, (unsigned)n)) {
-			fprintf(stderr, "bench_tcp: size %zu corrupted\n", n);
-			exit(1);
-		}
-	}
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -100,18 +100,7 @@ static struct {
 
 static uint64_t deadline;
 
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (s.why[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(s.why, sizeof(s.why), fmt, ap);
-	va_end(ap);
-	fault_log("FAIL: %s", s.why);
-}
+#define fail(...) fault_fail(s.why, sizeof(s.why), __VA_ARGS__)
 
 static struct fi_info *hints(void)
 {

@@ -49,6 +49,18 @@ void fault_log(const char *fmt, ...)
 		(unsigned long long)fault_now_ms(), text);
 }
 
+void fault_fail(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why[0])
+		return;		/* the first failure is the reason */
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	fault_log("FAIL: %s", why);
+}
+
 static uint64_t mix(uint64_t x)
 {
 	x += 0x9e3779b97f4a7c15ULL;

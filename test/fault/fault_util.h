@@ -28,6 +28,10 @@ void fault_sleep_ms(int ms);
 /* Prints "prefix: fmt" to stderr with the monotonic time in ms. */
 void fault_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fault_set_name(const char *name);
+/* Records the first failure in why[len] and logs it; later ones are
+ * dropped. */
+void fault_fail(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Message payloads: octet j of message (stream, seq) is a function of
  * the run's seed, so the receiver checks every octet it gets. */
