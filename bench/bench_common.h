@@ -97,4 +97,18 @@ static inline int bench_check(const unsigned char *b, size_t n, unsigned seed)
 	return 0;
 }
 
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* conn mode: the median of n setup times, and the CPU per connection */
+static inline void bench_report_conn(double *t, size_t n, double cpu)
+{
+	qsort(t, n, sizeof(t[0]), bench_cmp_double);
+	printf("RESULT conn 0 %.3f %.3f\n", t[n / 2], cpu / (double)n);
+}
+
 #endif

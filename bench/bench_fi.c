@@ -356,13 +356,6 @@ static void bw_size(size_t n)
 		       cpu / msgs);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* conn: the client connects and closes CONN_COUNT endpoints in turn. */
 static void conn_client(void)
 {
@@ -386,9 +379,7 @@ static void conn_client(void)
 		CHK(fi_close(&ep->fid));
 		ep = NULL;
 	}
-	qsort(t, CONN_COUNT, sizeof(t[0]), cmp_double);
-	printf("RESULT conn 0 %.3f %.3f\n", t[CONN_COUNT / 2],
-	       (bench_cpu() - c0) / CONN_COUNT);
+	bench_report_conn(t, CONN_COUNT, bench_cpu() - c0);
 }
 
 static void conn_server(void)

@@ -186,13 +186,6 @@ static void bw_size(int fd, int server, size_t n, unsigned char *buf)
 		       cpu / msgs);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* conn: the client opens and closes `count` connections and reports the
  * median time to connect(); the server accepts and closes. */
 #define CONN_COUNT 200
@@ -219,9 +212,7 @@ static void conn_client(const char *host, int port)
 			die("recv");
 		close(fd);
 	}
-	qsort(t, CONN_COUNT, sizeof(t[0]), cmp_double);
-	printf("RESULT conn 0 %.3f %.3f\n", t[CONN_COUNT / 2],
-	       (bench_cpu() - c0) / CONN_COUNT);
+	bench_report_conn(t, CONN_COUNT, bench_cpu() - c0);
 }
 
 static void conn_server(int lfd)
