@@ -468,8 +468,10 @@ static int run_sendrecv(const char *host, const char *port)
 	int ret;
 
 	ret = client_open(&s, &b, host, port, 64);
-	if (!ret)
+	if (!ret) {
 		ret = send_desc(&s, &b, b.src, b.src_mr, 64);
+		check(!ret, "our Send completes (%d)", ret);
+	}
 	if (!ret)
 		ret = recv_msg(&s, &b, "rdma_server's reply");
 	if (!ret && !check(!memcmp(&b.got, zero, 16), "the reply is zeros"))
