@@ -67,7 +67,7 @@ static void bench_row(const char *name, crc_fn fn, const unsigned char *buf,
 	size_t s;
 	int k;
 
-	printf("| %-18s |", name);
+	printf("| %-21s |", name);
 	for (s = 0; s < BENCH_NSIZES; s++) {
 		best = 0;
 		for (k = 0; k < BENCH_RUNS; k++) {
@@ -123,17 +123,17 @@ int main(int argc, char **argv)
 	printf("selected at run time: %s\n", iw_crc32c_impl_name());
 	printf("GB/s, best of %d runs of %.3g s\n\n", BENCH_RUNS, secs);
 
-	printf("| %-18s |", "impl");
+	printf("| %-21s |", "impl");
 	for (s = 0; s < BENCH_NSIZES; s++)
 		printf(" %7s |", bench_labels[s]);
-	printf("\n|--------------------|");
+	printf("\n|-----------------------|");
 	for (s = 0; s < BENCH_NSIZES; s++)
 		printf("---------|");
 	printf("\n");
 
 	for (i = 0; i < n; i++) {
 		if (!impls[i].available) {
-			printf("| %-18s | (not supported by this CPU)\n",
+			printf("| %-21s | (not supported by this CPU)\n",
 			       impls[i].name);
 			continue;
 		}
