@@ -246,6 +246,7 @@ struct iw_qp {
 	uint64_t tx_hold;	/* no FPDU before this iw_now_ms(); 0: none */
 	bool term_queued;
 	bool tx_dead;		/* the socket refused a send: no more tries */
+	bool tx_full;		/* the last send found the socket full */
 	bool fin_sent;
 
 	/* receive: octets read from the socket not yet fed to rx (kept
@@ -253,6 +254,7 @@ struct iw_qp {
 	uint8_t stage[16384];
 	size_t stage_off, stage_len;
 	bool rx_big;		/* the last read went straight to a payload */
+	bool rx_dry;		/* the last read found the socket empty */
 	struct iw_rx rx;
 	uint32_t rx_msn[DDP_QN_COUNT];	/* expected MSN per untagged queue */
 	bool rx_eof;

@@ -9,6 +9,7 @@
  * triples Linux siw uses (RFC 5040 §7, RFC 5041 §7).
  */
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -659,11 +660,29 @@ static bool iw_rx_drain_stage(struct iw_qp *qp)
  * received in place. Bounded per call so one busy peer cannot starve the
  * others. A stalled stream (no receive posted yet) reads nothing.
  */
+/*
+ * After a read found the socket empty, ask poll() before reading again:
+ * it does not take the socket lock. A receiver that keeps the lock busy
+ * with empty reads makes the sender's segments wait in the backlog, to be
+ * processed late by the receiver itself.
+ */
+static bool iw_rx_still_dry(struct iw_qp *qp)
+{
+	struct pollfd pf = { .fd = qp->fd, .events = POLLIN };
+
+	if (!qp->rx_dry)
+		return false;
+	if (poll(&pf, 1, 0) == 0)
+		return true;
+	qp->rx_dry = false;
+	return false;
+}
+
 int iw_rx_pump(struct iw_qp *qp)
 {
 	size_t budget = 8u << 20;
 
-	if (!iw_rx_drain_stage(qp))
+	if (!iw_rx_drain_stage(qp) || iw_rx_still_dry(qp))
 		return 0;
 	while (qp->fd >= 0 && !qp->rx_eof && budget &&
 	       qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {
@@ -701,6 +720,10 @@ int iw_rx_pump(struct iw_qp *qp)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				qp->stats.rx_empty++;
+				/* only while a large message streams in: a
+				 * small-message ping-pong reads at once */
+				qp->rx_dry = qp->rx_big ||
+					     !iw_rx_at_boundary(&qp->rx);
 				break;
 			}
 			iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,

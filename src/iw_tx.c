@@ -7,6 +7,7 @@
  * short writes. Messages are never interleaved at FPDU level.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -572,8 +573,29 @@ static struct iovec *iw_tx_first(struct iw_qp *qp, int *cnt)
 	return v + i;
 }
 
+/*
+ * After a send found the socket full, ask poll() before trying again: it
+ * does not take the socket lock, and TCP reports POLLOUT only once half
+ * the queued octets are gone. Retrying sendmsg instead holds that lock
+ * again and again, so the ACKs that would free the buffer are processed
+ * late, from the backlog, by the sender itself.
+ */
+static bool iw_tx_still_full(struct iw_qp *qp)
+{
+	struct pollfd pf = { .fd = qp->fd, .events = POLLOUT };
+
+	if (!qp->tx_full)
+		return false;
+	if (poll(&pf, 1, 0) == 0)
+		return true;
+	qp->tx_full = false;
+	return false;
+}
+
 int iw_tx_pump(struct iw_qp *qp)
 {
+	if (qp->tx_left && iw_tx_still_full(qp))
+		return 0;
 	while (qp->fd >= 0 && !qp->tx_dead) {
 		struct msghdr msg = { 0 };
 		ssize_t n;
@@ -591,8 +613,11 @@ int iw_tx_pump(struct iw_qp *qp)
 
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				qp->stats.tx_full++;
+				qp->tx_full = true;
 				break;
+			}
 			/* a peer that terminated reset the connection; its
 			 * Terminate may still wait in our receive queue and
 			 * tells the real reason: read it first */
@@ -610,12 +635,16 @@ int iw_tx_pump(struct iw_qp *qp)
 		}
 		qp->stats.tx_calls++;
 		iw_tx_consume(qp, (size_t)n);
-		if (!qp->tx_left) {
-			if (qp->tx_src != TX_CTRL)
-				qp->stats.tx_fpdus += (uint64_t)qp->tx_frames;
-			qp->tx_batched = false;
-			iw_tx_fpdu_done(qp);
+		if (qp->tx_left) {
+			/* a short write: the socket is full */
+			qp->stats.tx_full++;
+			qp->tx_full = true;
+			break;
 		}
+		if (qp->tx_src != TX_CTRL)
+			qp->stats.tx_fpdus += (uint64_t)qp->tx_frames;
+		qp->tx_batched = false;
+		iw_tx_fpdu_done(qp);
 	}
 	return 0;
 }

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "engine_util.h"
 #include "tap.h"
@@ -2875,6 +2876,165 @@ static void test_small_recv_calls(void)
 	eu_pair_fini(&p);
 }
 
+/*
+ * One side of a pair in a child process, the other busy-polling here:
+ * the child runs `child` on its side and exits with 0 on success.
+ */
+static bool fork_side(struct eu_pair *p, struct eu_qp *mine,
+		      struct eu_qp *theirs, bool (*child)(struct eu_pair *),
+		      struct want *w, int tmo, pid_t *pid)
+{
+	bool busy = LP->busy, ok;
+
+	fflush(stdout);
+	*pid = fork();
+	if (*pid < 0)
+		return false;
+	if (*pid == 0) {
+		mine->paused = true;
+		alarm(60);
+		_exit(child(p) ? 0 : 1);
+	}
+	theirs->paused = true;
+	LP->busy = true;
+	ok = eu_run(LP, done_want, w, tmo);
+	LP->busy = busy;
+	return ok;
+}
+
+static bool child_ok(pid_t pid)
+{
+	int st;
+
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0;
+}
+
+enum { TRICKLE_PIECES = 32, TRICKLE_PIECE = 64 << 10 };
+static uint8_t *trickle_src;
+
+/* The child's sender: one 64 KiB Send, then 2 ms of nothing, 32 times. */
+static bool trickle_send(struct eu_pair *p)
+{
+	int i;
+
+	for (i = 0; i < TRICKLE_PIECES; i++) {
+		uint8_t *at = trickle_src + (size_t)i * TRICKLE_PIECE;
+		struct iw_sge sg = { .addr = at, .len = TRICKLE_PIECE };
+		struct want w = { 0 };
+
+		if (post_send(&p->a, at, &sg, 1, 0))
+			return false;
+		want_add(&w, &p->a, at);
+		if (!eu_run(LP, done_want, &w, 5000))
+			return false;
+		usleep(2000);
+	}
+	return true;
+}
+
+/* The child's receiver: takes 16 MiB, sleeping 1 ms between reads. */
+enum { SLOW_LEN = 16 << 20 };
+static uint8_t *slow_dst;
+
+static bool slow_recv(struct eu_pair *p)
+{
+	struct want w = { 0 };
+	int i;
+
+	want_add(&w, &p->b, slow_dst);
+	for (i = 0; i < 20000 && !done_want(&w); i++) {
+		if (iw_qp_progress(p->b.qp) < 0)
+			return false;
+		usleep(1000);
+	}
+	return done_want(&w) && !memcmp(slow_dst, trickle_src, SLOW_LEN);
+}
+
+/*
+ * A busy-polling side that has to wait for its socket: once a read found
+ * it empty in the middle of a long transfer, or a send found it full, it
+ * asks poll() before the next try instead of retrying the syscall, which
+ * holds the socket lock the other direction's segments need. So empty
+ * reads and full sends stay as few as the reads and sends that moved
+ * data. Counted, not timed.
+ */
+static void test_socket_waits(void)
+{
+	size_t len = (size_t)TRICKLE_PIECES * TRICKLE_PIECE;
+	uint8_t *dst = malloc(len);
+	struct iw_qp_stats s0 = { 0 }, s1 = { 0 };
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	struct want w = { 0 };
+	pid_t pid = -1;
+	bool ok, made;
+	int i;
+
+	trickle_src = malloc(len);
+	made = dst && trickle_src;
+	cfg_default(&cfg);
+	ok = made && connect_pair(&p, &cfg);
+	if (ok) {
+		eu_fill(trickle_src, len, 90);
+		memset(dst, 0, len);
+		for (i = 0; ok && i < TRICKLE_PIECES; i++) {
+			uint8_t *at = dst + (size_t)i * TRICKLE_PIECE;
+
+			ok = !post_recv(&p.b, at, at, TRICKLE_PIECE);
+		}
+		/* receives complete in order: the last one ends it */
+		want_add(&w, &p.b, dst + len - TRICKLE_PIECE);
+		iw_qp_stats(p.b.qp, &s0);
+		ok = ok && fork_side(&p, &p.b, &p.a, trickle_send, &w, 20000,
+				     &pid);
+		ok = child_ok(pid) && ok && !memcmp(trickle_src, dst, len);
+		iw_qp_stats(p.b.qp, &s1);
+	}
+	report(ok, "32 Sends of 64 KiB, 2 ms apart, to a busy-polling "
+	       "receiver arrive intact");
+	report(ok && s1.rx_empty - s0.rx_empty <= s1.rx_calls - s0.rx_calls,
+	       "receiver: empty reads (%llu) no more than reads with data "
+	       "(%llu)", (unsigned long long)(s1.rx_empty - s0.rx_empty),
+	       (unsigned long long)(s1.rx_calls - s0.rx_calls));
+	if (made)
+		eu_pair_fini(&p);
+	free(trickle_src);
+	free(dst);
+
+	slow_dst = malloc(SLOW_LEN);
+	trickle_src = malloc(SLOW_LEN);
+	made = slow_dst && trickle_src;
+	cfg_default(&cfg);
+	ok = made && connect_pair(&p, &cfg);
+	if (ok) {
+		struct iw_sge sg = { .addr = trickle_src, .len = SLOW_LEN };
+
+		eu_fill(trickle_src, SLOW_LEN, 91);
+		memset(slow_dst, 0, SLOW_LEN);
+		ok = !post_recv(&p.b, slow_dst, slow_dst, SLOW_LEN);
+		iw_qp_stats(p.a.qp, &s0);
+		memset(&w, 0, sizeof(w));
+		want_add(&w, &p.a, trickle_src);
+		ok = ok && !post_send(&p.a, trickle_src, &sg, 1, 0) &&
+		     fork_side(&p, &p.a, &p.b, slow_recv, &w, 40000, &pid);
+		ok = child_ok(pid) && ok;
+		iw_qp_stats(p.a.qp, &s1);
+	}
+	report(ok, "16 MiB Send from a busy-polling sender to a receiver "
+	       "that reads once a millisecond arrives intact");
+	report(ok && s1.tx_full - s0.tx_full >= 1 &&
+	       s1.tx_full - s0.tx_full <= s1.tx_calls - s0.tx_calls,
+	       "sender: sends that found the socket full (%llu) no more "
+	       "than sends that wrote (%llu)",
+	       (unsigned long long)(s1.tx_full - s0.tx_full),
+	       (unsigned long long)(s1.tx_calls - s0.tx_calls));
+	if (made)
+		eu_pair_fini(&p);
+	free(trickle_src);
+	free(slow_dst);
+}
+
 int main(int argc, char **argv)
 {
 	int rc;
@@ -2918,6 +3078,7 @@ int main(int argc, char **argv)
 	timed("pipeline", test_pipeline);
 	timed("syscall economy", test_syscall_economy);
 	timed("small recv calls", test_small_recv_calls);
+	timed("socket waits", test_socket_waits);
 	timed("bad requests", test_bad_requests);
 	timed("flow control", test_flow_control);
 	sides_free();

@@ -354,6 +354,7 @@ struct iw_qp_stats {
 	uint64_t tx_calls, tx_fpdus;
 	uint64_t rx_calls, rx_fpdus;
 	uint64_t rx_empty;	/* receive calls that found nothing */
+	uint64_t tx_full;	/* sends that found the socket full */
 };
 void iw_qp_stats(const struct iw_qp *qp, struct iw_qp_stats *st);
 
