@@ -59,9 +59,8 @@ void iwarp_pollable_del(struct iwarp_pollable *p)
  * at all (cheap, and may have work such as a retry). Returns false if
  * the scratch arrays could not grow: then everything is driven.
  */
-static bool iwarp_progress_select(struct iwarp_fabric *fab)
+static bool iwarp_progress_select(struct iwarp_fabric *fab, uint64_t now)
 {
-	uint64_t now = iw_now_ms();
 	bool rare_turn = !(++fab->rare_tick % IWARP_RARE_EVERY);
 	struct iwarp_list *e;
 	size_t n = 0, i;
@@ -114,14 +113,16 @@ void iwarp_progress(struct iwarp_fabric *fab)
 {
 	struct iwarp_list mark, *cur;
 	struct iwarp_pollable *p;
+	uint64_t now;
 	bool all;
 
 	if (fab->in_progress)
 		return;
+	now = iw_now_ms();	/* once: it is most of a busy loop's pass */
 	if (!fab->in_async)
-		fab->app_ms = iw_now_ms();
+		fab->app_ms = now;
 	fab->in_progress = true;
-	all = !iwarp_progress_select(fab);
+	all = !iwarp_progress_select(fab, now);
 	cur = fab->pollables.next;
 	while (cur != &fab->pollables) {
 		p = iwarp_container_of(cur, struct iwarp_pollable, link);
