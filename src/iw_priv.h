@@ -255,6 +255,8 @@ struct iw_qp {
 	size_t stage_off, stage_len;
 	bool rx_big;		/* the last read went straight to a payload */
 	bool rx_dry;		/* the last read found the socket empty */
+	bool rx_stream;		/* long messages are coming in */
+	bool rx_mid_msg;	/* the last FPDU did not end its message */
 	struct iw_rx rx;
 	uint32_t rx_msn[DDP_QN_COUNT];	/* expected MSN per untagged queue */
 	bool rx_eof;

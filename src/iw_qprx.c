@@ -562,6 +562,13 @@ static int iw_qprx_done(void *arg, const struct iw_rx_seg *seg,
 	const struct ddp_hdr *h = &seg->hdr;
 
 	qp->stats.rx_fpdus++;
+	/* what an empty read will mean: more of a long transfer (ask
+	 * poll() first), or after a small message of one FPDU, a reply */
+	if (!h->last || seg->payload_len >= RX_DIRECT_MIN)
+		qp->rx_stream = true;
+	else if (!qp->rx_mid_msg)
+		qp->rx_stream = false;
+	qp->rx_mid_msg = !h->last;
 	if (qp->cm == CM_WAIT_RTR && h->opcode != RDMAP_TERMINATE) {
 		iw_qp_established(qp);
 		if (qp->rtr_used == IW_RTR_SEND) {
@@ -720,9 +727,9 @@ int iw_rx_pump(struct iw_qp *qp)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				qp->stats.rx_empty++;
-				/* only while a large message streams in: a
+				/* only while long messages stream in: a
 				 * small-message ping-pong reads at once */
-				qp->rx_dry = qp->rx_big ||
+				qp->rx_dry = qp->rx_stream ||
 					     !iw_rx_at_boundary(&qp->rx);
 				break;
 			}

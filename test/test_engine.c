@@ -2882,9 +2882,10 @@ static void test_small_recv_calls(void)
  */
 static bool fork_side(struct eu_pair *p, struct eu_qp *mine,
 		      struct eu_qp *theirs, bool (*child)(struct eu_pair *),
-		      struct want *w, int tmo, pid_t *pid)
+		      struct want *w, int tmo, pid_t *pid,
+		      struct want *first, struct iw_qp_stats *st)
 {
-	bool busy = LP->busy, ok;
+	bool busy = LP->busy, ok = true;
 
 	fflush(stdout);
 	*pid = fork();
@@ -2897,7 +2898,11 @@ static bool fork_side(struct eu_pair *p, struct eu_qp *mine,
 	}
 	theirs->paused = true;
 	LP->busy = true;
-	ok = eu_run(LP, done_want, w, tmo);
+	/* counted from the first completion on: before it nothing came */
+	if (first)
+		ok = eu_run(LP, done_want, first, tmo);
+	iw_qp_stats(theirs == &p->a ? p->b.qp : p->a.qp, st);
+	ok = ok && eu_run(LP, done_want, w, tmo);
 	LP->busy = busy;
 	return ok;
 }
@@ -2966,7 +2971,7 @@ static void test_socket_waits(void)
 	struct iw_qp_stats s0 = { 0 }, s1 = { 0 };
 	struct eu_pair_cfg cfg;
 	struct eu_pair p;
-	struct want w = { 0 };
+	struct want w = { 0 }, w1 = { 0 };
 	pid_t pid = -1;
 	bool ok, made;
 	int i;
@@ -2985,9 +2990,9 @@ static void test_socket_waits(void)
 		}
 		/* receives complete in order: the last one ends it */
 		want_add(&w, &p.b, dst + len - TRICKLE_PIECE);
-		iw_qp_stats(p.b.qp, &s0);
+		want_add(&w1, &p.b, dst);
 		ok = ok && fork_side(&p, &p.b, &p.a, trickle_send, &w, 20000,
-				     &pid);
+				     &pid, &w1, &s0);
 		ok = child_ok(pid) && ok && !memcmp(trickle_src, dst, len);
 		iw_qp_stats(p.b.qp, &s1);
 	}
@@ -3013,11 +3018,11 @@ static void test_socket_waits(void)
 		eu_fill(trickle_src, SLOW_LEN, 91);
 		memset(slow_dst, 0, SLOW_LEN);
 		ok = !post_recv(&p.b, slow_dst, slow_dst, SLOW_LEN);
-		iw_qp_stats(p.a.qp, &s0);
 		memset(&w, 0, sizeof(w));
 		want_add(&w, &p.a, trickle_src);
 		ok = ok && !post_send(&p.a, trickle_src, &sg, 1, 0) &&
-		     fork_side(&p, &p.a, &p.b, slow_recv, &w, 40000, &pid);
+		     fork_side(&p, &p.a, &p.b, slow_recv, &w, 40000, &pid,
+			       NULL, &s0);
 		ok = child_ok(pid) && ok;
 		iw_qp_stats(p.a.qp, &s1);
 	}
