@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 /* fi_log.h compiles FI_DBG in only when ENABLE_DEBUG is set. */
@@ -111,6 +113,21 @@ const struct iwarp_iface *iwarp_iface_find(const struct iwarp_iface *ifs,
 int iwarp_getinfo(uint32_t version, const char *node, const char *service,
 		  uint64_t flags, const struct fi_info *hints,
 		  struct fi_info **info);
+
+/*
+ * Zeroed memory for objects made and freed per message: glibc's calloc
+ * does not take from the per-thread cache that free fills, malloc does.
+ * The empty asm keeps the compiler from fusing the two back into calloc.
+ */
+static inline void *iwarp_zalloc(size_t size)
+{
+	void *p = malloc(size);
+
+	__asm__ volatile("" : "+r"(p));
+	if (p)
+		memset(p, 0, size);
+	return p;
+}
 
 /* ---- a minimal circular doubly linked list (libfabric's is internal) */
 

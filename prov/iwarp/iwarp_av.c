@@ -74,6 +74,7 @@ static void iwarp_av_hash_add(struct iwarp_av *av, size_t idx)
 	while (av->hash[s])
 		s = (s + 1) & mask;
 	av->hash[s] = idx + 1;
+	av->gen++;
 }
 
 /* Backward-shift deletion: later members of the chain move up so that
@@ -94,6 +95,7 @@ static void iwarp_av_hash_del(struct iwarp_av *av, size_t idx)
 		i = j;
 	}
 	av->hash[i] = 0;
+	av->gen++;
 }
 
 static size_t iwarp_av_hcap(size_t cap)

@@ -34,6 +34,7 @@ struct iwarp_av {
 	size_t *hash;			/* index + 1 of a used entry, 0: free */
 	size_t hcap;			/* power of two, >= 2 * cap */
 	size_t free_hint;		/* no unused index below it */
+	uint64_t gen;			/* changes with every entry */
 	sa_family_t family;		/* the domain's, AF_INET or AF_INET6 */
 	socklen_t addrlen;		/* its sockaddr size: insert stride */
 	atomic_int ref;			/* bound endpoints */

@@ -72,9 +72,13 @@ static bool iwarp_progress_select(struct iwarp_fabric *fab, uint64_t now)
 		short events;
 		int fd;
 
+		if (p->rare && !rare_turn) {
+			p->run = false;	/* not even asked: saves a busy loop */
+			continue;
+		}
 		p->poll_info(p, &fd, &events, &deadline);
 		p->run = fd < 0 || (deadline && deadline <= now);
-		if (fd < 0 || !events || (p->rare && !rare_turn))
+		if (fd < 0 || !events)
 			continue;
 		if (n == fab->pcap) {
 			size_t cap = fab->pcap ? fab->pcap * 2 : 16;

@@ -565,10 +565,18 @@ void iwarp_rdm_owe(struct iwarp_rdm_peer *peer)
 
 /* ---- engine callbacks */
 
+/* Every message asks: the answer is kept until the AV changes. */
 fi_addr_t iwarp_rdm_from(struct iwarp_rdm_peer *peer)
 {
-	return peer->ep->av ? iwarp_av_reverse(peer->ep->av, &peer->addr.sa)
-			    : FI_ADDR_NOTAVAIL;
+	struct iwarp_av *av = peer->ep->av;
+
+	if (!av)
+		return FI_ADDR_NOTAVAIL;
+	if (peer->from_gen != av->gen + 1) {
+		peer->from = iwarp_av_reverse(av, &peer->addr.sa);
+		peer->from_gen = av->gen + 1;
+	}
+	return peer->from;
 }
 
 /* Placement of an incoming Send: the header decides where it goes. */
@@ -581,7 +589,7 @@ static int iwarp_rdm_place(void *arg, struct iw_qp *qp,
 	struct iwarp_rdm_in *in;
 	size_t i, n = 0, left;
 
-	in = calloc(1, sizeof(*in));
+	in = iwarp_zalloc(sizeof(*in));
 	if (!in || iwarp_rdm_hdr_get(p->peek, p->peek_len, &in->hdr)) {
 		free(in);
 		return -1;	/* not our protocol: terminate */
@@ -624,7 +632,7 @@ static int iwarp_rdm_place(void *arg, struct iw_qp *qp,
 	}
 	in->rx = iwarp_rdm_match_posted(ep, &in->hdr, iwarp_rdm_from(peer));
 	if (!in->rx) {
-		in->ux = calloc(1, sizeof(*in->ux));
+		in->ux = iwarp_zalloc(sizeof(*in->ux));
 		if (in->ux)
 			in->ux->buf = malloc(in->hdr.len ? in->hdr.len : 1);
 		if (!in->ux || !in->ux->buf) {

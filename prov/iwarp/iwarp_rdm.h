@@ -130,6 +130,8 @@ struct iwarp_rdm_peer {
 	struct iwarp_rdm_ep *ep;
 	union iwarp_sockaddr addr;
 	uint64_t instance;		/* 0 until the peer told us */
+	fi_addr_t from;			/* its fi_addr as of AV gen from_gen */
+	uint64_t from_gen;		/* 0: not looked up yet */
 	struct iw_qp *qp;		/* the connection we send on */
 	struct iw_qp *rx_qp;		/* self: the accepted half */
 	bool rfc7306;			/* the peer announced RFC 7306 */

@@ -21,7 +21,7 @@ void iwarp_rdm_shutdown(struct iwarp_rdm_ep *ep);
 
 struct iwarp_rdm_tx *iwarp_rdm_tx_new(void)
 {
-	struct iwarp_rdm_tx *tx = calloc(1, sizeof(*tx));
+	struct iwarp_rdm_tx *tx = iwarp_zalloc(sizeof(*tx));
 
 	if (tx)
 		tx->owner = IWARP_RDM_OWN_TX;
@@ -117,7 +117,7 @@ static struct iwarp_rdm_rx *iwarp_rdm_multi_piece(struct iwarp_rdm_ep *ep,
 						  struct iwarp_rdm_rx *mrx,
 						  size_t len)
 {
-	struct iwarp_rdm_rx *rx = calloc(1, sizeof(*rx));
+	struct iwarp_rdm_rx *rx = iwarp_zalloc(sizeof(*rx));
 	size_t left = mrx->len - mrx->used;
 
 	if (!rx)
@@ -339,7 +339,7 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 
 	if (count > IWARP_IOV_MAX || (count && !iov))
 		return -FI_EINVAL;
-	rx = calloc(1, sizeof(*rx));
+	rx = iwarp_zalloc(sizeof(*rx));
 	if (!rx)
 		return -FI_ENOMEM;
 	rx->context = context;
