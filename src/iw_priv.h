@@ -7,6 +7,7 @@
 #ifndef IWARP_IW_PRIV_H
 #define IWARP_IW_PRIV_H
 
+#include <poll.h>
 #include <stdarg.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -293,6 +294,23 @@ struct iw_qp {
 	size_t term_raw_len;
 	uint8_t term_copy[RDMAP_TERM_MAX];
 };
+
+/*
+ * *waiting says the socket was found empty (full) last time: then poll(),
+ * which takes no socket lock, decides whether to read (write) again.
+ * True while it is still so.
+ */
+static inline bool iw_sock_still(int fd, bool *waiting, short ev)
+{
+	struct pollfd pf = { .fd = fd, .events = ev };
+
+	if (!*waiting)
+		return false;
+	if (poll(&pf, 1, 0) == 0)
+		return true;
+	*waiting = false;
+	return false;
+}
 
 static inline bool iw_wr_atomic(enum iw_wr_opcode op)
 {

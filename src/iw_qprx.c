@@ -9,7 +9,6 @@
  * triples Linux siw uses (RFC 5040 §7, RFC 5041 §7).
  */
 #include <errno.h>
-#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -668,28 +667,17 @@ static bool iw_rx_drain_stage(struct iw_qp *qp)
  * others. A stalled stream (no receive posted yet) reads nothing.
  */
 /*
- * After a read found the socket empty, ask poll() before reading again:
- * it does not take the socket lock. A receiver that keeps the lock busy
- * with empty reads makes the sender's segments wait in the backlog, to be
- * processed late by the receiver itself.
+ * After a read found the socket empty mid-transfer, poll() decides: a
+ * receiver that keeps the socket lock busy with empty reads makes the
+ * sender's segments wait in the backlog, to be processed late by the
+ * receiver itself.
  */
-static bool iw_rx_still_dry(struct iw_qp *qp)
-{
-	struct pollfd pf = { .fd = qp->fd, .events = POLLIN };
-
-	if (!qp->rx_dry)
-		return false;
-	if (poll(&pf, 1, 0) == 0)
-		return true;
-	qp->rx_dry = false;
-	return false;
-}
-
 int iw_rx_pump(struct iw_qp *qp)
 {
 	size_t budget = 8u << 20;
 
-	if (!iw_rx_drain_stage(qp) || iw_rx_still_dry(qp))
+	if (!iw_rx_drain_stage(qp) ||
+	    iw_sock_still(qp->fd, &qp->rx_dry, POLLIN))
 		return 0;
 	while (qp->fd >= 0 && !qp->rx_eof && budget &&
 	       qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {

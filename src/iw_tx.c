@@ -7,7 +7,6 @@
  * short writes. Messages are never interleaved at FPDU level.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -574,27 +573,14 @@ static struct iovec *iw_tx_first(struct iw_qp *qp, int *cnt)
 }
 
 /*
- * After a send found the socket full, ask poll() before trying again: it
- * does not take the socket lock, and TCP reports POLLOUT only once half
- * the queued octets are gone. Retrying sendmsg instead holds that lock
- * again and again, so the ACKs that would free the buffer are processed
- * late, from the backlog, by the sender itself.
+ * After a send found the socket full, poll() decides (TCP reports POLLOUT
+ * only once half the queued octets are gone): retrying sendmsg holds the
+ * socket lock again and again, so the ACKs that would free the buffer are
+ * processed late, from the backlog, by the sender itself.
  */
-static bool iw_tx_still_full(struct iw_qp *qp)
-{
-	struct pollfd pf = { .fd = qp->fd, .events = POLLOUT };
-
-	if (!qp->tx_full)
-		return false;
-	if (poll(&pf, 1, 0) == 0)
-		return true;
-	qp->tx_full = false;
-	return false;
-}
-
 int iw_tx_pump(struct iw_qp *qp)
 {
-	if (qp->tx_left && iw_tx_still_full(qp))
+	if (qp->tx_left && iw_sock_still(qp->fd, &qp->tx_full, POLLOUT))
 		return 0;
 	while (qp->fd >= 0 && !qp->tx_dead) {
 		struct msghdr msg = { 0 };

@@ -80,6 +80,22 @@ static void check_vectors(const struct iw_crc32c_impl *im)
 	       "%s: RFC 3720 B.4 descending", im->name);
 }
 
+/* One random seed through both; 1 (and a diagnostic) if they differ. */
+static int differ(const struct iw_crc32c_impl *im,
+		  const struct iw_crc32c_impl *ref, const unsigned char *buf,
+		  size_t off, size_t len)
+{
+	uint32_t seed = (uint32_t)rng();
+	uint32_t a = im->update(seed, buf + off, len);
+	uint32_t b = ref->update(seed, buf + off, len);
+
+	if (a == b)
+		return 0;
+	tap_diag("%s: len %zu off %zu: %08x != %08x", im->name, len, off, a,
+		 b);
+	return 1;
+}
+
 /* Every length 0..4096 at offsets 0..15, then some large odd sizes. */
 static void check_agree(const struct iw_crc32c_impl *im,
 			const struct iw_crc32c_impl *ref, unsigned char *buf)
@@ -89,35 +105,19 @@ static void check_agree(const struct iw_crc32c_impl *im,
 		(1u << 20), (1u << 20) + 13, BIG_LEN - 15,
 	};
 	size_t len, off, i;
-	uint32_t seed, a, b;
 	int bad = 0;
 
 	for (len = 0; len <= 4096 && !bad; len++) {
 		off = (size_t)(rng() & 15);
-		seed = (uint32_t)rng();
-		a = im->update(seed, buf + off, len);
-		b = ref->update(seed, buf + off, len);
-		if (a != b) {
-			tap_diag("%s: len %zu off %zu: %08x != %08x",
-				 im->name, len, off, a, b);
-			bad = 1;
-		}
+		bad = differ(im, ref, buf, off, len);
 	}
 	tap_ok(!bad, "%s agrees with %s, lengths 0..4096", im->name,
 	       ref->name);
 
 	bad = 0;
 	for (i = 0; i < sizeof(big) / sizeof(big[0]) && !bad; i++) {
-		for (off = 0; off < 16 && !bad; off += 5) {
-			seed = (uint32_t)rng();
-			a = im->update(seed, buf + off, big[i]);
-			b = ref->update(seed, buf + off, big[i]);
-			if (a != b) {
-				tap_diag("%s: len %zu off %zu: %08x != %08x",
-					 im->name, big[i], off, a, b);
-				bad = 1;
-			}
-		}
+		for (off = 0; off < 16 && !bad; off += 5)
+			bad = differ(im, ref, buf, off, big[i]);
 	}
 	tap_ok(!bad, "%s agrees with %s, large buffers", im->name,
 	       ref->name);
@@ -138,30 +138,13 @@ static void check_align(const struct iw_crc32c_impl *im,
 	};
 	unsigned char *base = buf + (-(uintptr_t)buf & 63);
 	size_t len, off, i;
-	uint32_t seed, a, b;
 	int bad = 0;
 
 	for (off = 0; off < 128 && !bad; off++) {
-		for (i = 0; i < sizeof(lens) / sizeof(lens[0]) && !bad; i++) {
-			seed = (uint32_t)rng();
-			a = im->update(seed, base + off, lens[i]);
-			b = ref->update(seed, base + off, lens[i]);
-			if (a != b) {
-				tap_diag("%s: len %zu off %zu: %08x != %08x",
-					 im->name, lens[i], off, a, b);
-				bad = 1;
-			}
-		}
-		for (len = 511; len <= 1025 && !bad; len++) {
-			seed = (uint32_t)rng();
-			a = im->update(seed, base + off, len);
-			b = ref->update(seed, base + off, len);
-			if (a != b) {
-				tap_diag("%s: len %zu off %zu: %08x != %08x",
-					 im->name, len, off, a, b);
-				bad = 1;
-			}
-		}
+		for (i = 0; i < sizeof(lens) / sizeof(lens[0]) && !bad; i++)
+			bad = differ(im, ref, base, off, lens[i]);
+		for (len = 511; len <= 1025 && !bad; len++)
+			bad = differ(im, ref, base, off, len);
 	}
 	tap_ok(!bad, "%s agrees with %s, 0..127 past a cache line",
 	       im->name, ref->name);
