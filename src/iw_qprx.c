@@ -665,8 +665,6 @@ static bool iw_rx_drain_stage(struct iw_qp *qp)
  * staging buffer (one recv for many FPDUs); large payload pieces are
  * received in place. Bounded per call so one busy peer cannot starve the
  * others. A stalled stream (no receive posted yet) reads nothing.
- */
-/*
  * After a read found the socket empty mid-transfer, poll() decides: a
  * receiver that keeps the socket lock busy with empty reads makes the
  * sender's segments wait in the backlog, to be processed late by the
