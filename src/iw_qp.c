@@ -354,6 +354,15 @@ void iw_qp_stats(const struct iw_qp *qp, struct iw_qp_stats *st)
 
 int iw_qp_destroy(struct iw_qp *qp)
 {
+	/* What the peer already sent may want an answer, such as the Read
+	 * Request behind its last message that tells it delivery: give it
+	 * before the FIN (unread octets would also turn the close into a
+	 * reset). */
+	if (qp->cm == CM_RTS) {
+		iw_rx_pump(qp);
+		if (qp->cm == CM_RTS)
+			iw_tx_pump(qp);
+	}
 	/* Everything posted is already in the kernel: close gracefully so
 	 * TCP still delivers it (a Send completes once TCP has it, and an
 	 * abortive close would drop what the peer has not read yet). */

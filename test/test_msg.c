@@ -406,6 +406,86 @@ out:
 	free(buf);
 }
 
+/* ---- fi_close right after a receive, a transmit-complete Send */
+
+/*
+ * The sender's FI_TRANSMIT_COMPLETE Send waits for the answer to a
+ * zero-length Read sent behind it. The receiver takes the message, makes
+ * no provider call for 20 ms (the Read Request is in its socket by then)
+ * and closes: the close must answer it, or the sender's Send fails.
+ */
+#define CAR_ROUNDS 10
+
+static void close_after_recv_client(struct proc *p)
+{
+	char buf[64];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct fi_msg m = { .msg_iov = &iov, .iov_count = 1, .context = buf };
+	struct comp cp = { 0 };
+	struct node n;
+	ssize_t ret;
+	int i;
+
+	if (!cli_setup(&n, p, NULL))
+		goto out;
+	for (i = 0; i < CAR_ROUNDS; i++) {
+		if (!ctl_expect(p, CTL_NEXT, NULL, WAIT_MS))
+			goto out;
+		memset(buf, 'a' + i, sizeof(buf));
+		ret = fi_sendmsg(n.ep, &m, FI_TRANSMIT_COMPLETE);
+		check(!ret && cq_take(&n, buf, &cp, WAIT_MS) && !cp.err,
+		      "send %d: completes although the receiver closed right "
+		      "after it (%zd, err %d)", i, ret, cp.err);
+		ctl_send(p, CTL_NEXT, 0, 0, 0, 0, 0);
+		node_close(&n);
+		if (i < CAR_ROUNDS - 1 && !cli_setup(&n, p, NULL))
+			goto out;
+	}
+	ctl_expect(p, CTL_DONE, NULL, WAIT_MS);
+	return;
+out:
+	node_close(&n);
+}
+
+/* Busy-polls the CQ, as fabtests do: the message is often taken before
+ * the Read Request behind it is in the socket. */
+static bool spin_recv(struct node *n, void *ctx)
+{
+	uint64_t end = now_ms() + WAIT_MS;
+	struct fi_cq_msg_entry e;
+
+	while (now_ms() < end) {
+		ssize_t r = fi_cq_read(n->cq, &e, 1);
+
+		if (r == 1)
+			return e.op_context == ctx;
+		if (r != -FI_EAGAIN)
+			return false;
+	}
+	return false;
+}
+
+static void close_after_recv_server(struct proc *p)
+{
+	struct timespec nap = { 0, 20 * 1000000L };
+	char buf[64];
+	struct node n;
+	int i;
+
+	for (i = 0; i < CAR_ROUNDS; i++) {
+		if (!srv_setup(&n, p, NULL))
+			return;
+		check(!fi_recv(n.ep, buf, sizeof(buf), NULL, 0, buf) &&
+		      (ctl_send(p, CTL_NEXT, 0, 0, 0, 0, 0), true) &&
+		      spin_recv(&n, buf), "receive %d arrives", i);
+		nanosleep(&nap, NULL);
+		check(!node_close_ep(&n), "fi_close %d at once", i);
+		ctl_expect(p, CTL_NEXT, NULL, WAIT_MS);
+		node_close(&n);
+	}
+	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
+}
+
 /* ---- 100 connections through one passive endpoint */
 
 #define NCONN	100
@@ -944,6 +1024,8 @@ static const struct msg_case cases[] = {
 	  false, false, 30 },
 	{ "close right after a Send", close_after_send_client,
 	  close_after_send_server, false, false, 30 },
+	{ "close right after a receive", close_after_recv_client,
+	  close_after_recv_server, false, false, 30 },
 	{ "100 connections", many_client, many_server, false, false, 60 },
 	{ "sizes, virtual addresses", sizes_client, sizes_server, false,
 	  false, 90 },
