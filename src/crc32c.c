@@ -132,13 +132,28 @@ static inline uint32_t crc32c_hw_words(uint32_t crc, const unsigned char *p,
 				       size_t len)
 {
 	uint64_t c = crc;
+	uint32_t w;
+	uint16_t h;
 
 	while (len >= 8) {
 		c = _mm_crc32_u64(c, crc32c_ld64le(p));
 		p += 8;
 		len -= 8;
 	}
-	return crc32c_hw_bytes((uint32_t)c, p, len);
+	/* the rest in at most three steps, not up to seven */
+	if (len & 4) {
+		memcpy(&w, p, 4);
+		c = _mm_crc32_u32((uint32_t)c, w);
+		p += 4;
+	}
+	if (len & 2) {
+		memcpy(&h, p, 2);
+		c = _mm_crc32_u16((uint32_t)c, h);
+		p += 2;
+	}
+	if (len & 1)
+		c = _mm_crc32_u8((uint32_t)c, *p);
+	return (uint32_t)c;
 }
 
 __attribute__((target("sse4.2")))
@@ -351,31 +366,6 @@ static inline __m512i crc32c_fold512(__m512i a, __m512i k, __m512i d)
 					 d, 0x96);
 }
 
-/* Zero-seeded CRC of a short tail, on the crc32 unit. */
-__attribute__((target("sse4.2")))
-static inline uint32_t crc32c_hw_tail(const unsigned char *p, size_t len)
-{
-	uint64_t c = 0;
-	uint32_t w;
-	uint16_t h;
-
-	for (; len >= 8; len -= 8, p += 8)
-		c = _mm_crc32_u64(c, crc32c_ld64le(p));
-	if (len & 4) {
-		memcpy(&w, p, 4);
-		c = _mm_crc32_u32((uint32_t)c, w);
-		p += 4;
-	}
-	if (len & 2) {
-		memcpy(&h, p, 2);
-		c = _mm_crc32_u16((uint32_t)c, h);
-		p += 2;
-	}
-	if (len & 1)
-		c = _mm_crc32_u8((uint32_t)c, *p);
-	return (uint32_t)c;
-}
-
 CRC32C_AVX512_TARGET
 static uint32_t crc32c_avx512(uint32_t crc, const void *buf, size_t len)
 {
@@ -449,7 +439,7 @@ static uint32_t crc32c_avx512(uint32_t crc, const void *buf, size_t len)
 	 * the crc32 unit meanwhile) add up to the whole.
 	 */
 	len = (size_t)(end - p);
-	tail = crc32c_hw_tail(p, len);
+	tail = crc32c_hw_words(0, p, len);
 	k = _mm512_load_si512(crc32c_ends[len]);
 	x0 = _mm512_xor_si512(_mm512_clmulepi64_epi128(x0, k, 0x00),
 			      _mm512_clmulepi64_epi128(x0, k, 0x11));
