@@ -138,6 +138,20 @@ static void test_unreachable(void)
 	       "unreachable: error completion FI_EHOSTUNREACH with the "
 	       "caller's context after %.1f s", tap_now() - t0);
 	tap_ok(tap_now() - t0 < 15, "unreachable: retries are bounded in time");
+	/* fi_cq(3): an operation without a completion still reports its
+	 * error, with a NULL op_context (Open MPI < 4.1.7 crashes on it) */
+	tap_ok(!fi_tinject(a.ep, buf, sizeof(buf), fa, 9),
+	       "unreachable: fi_tinject queues");
+	got = reap(&a, NULL, 20, &e, &src, &err);
+	tap_ok(got < 0 && !err.op_context && err.err == FI_EHOSTUNREACH &&
+	       (err.flags & (FI_SEND | FI_TAGGED)) == (FI_SEND | FI_TAGGED) &&
+	       err.tag == 9,
+	       "unreachable: the inject's error has op_context NULL, "
+	       "FI_SEND|FI_TAGGED, tag 9, FI_EHOSTUNREACH (got %d, ctx %p, "
+	       "err %d, tag %llu)", got, err.op_context, err.err,
+	       (unsigned long long)err.tag);
+	tap_ok(fi_cq_read(a.cq, &e, 1) == -FI_EAGAIN,
+	       "unreachable: nothing else on the CQ");
 	rep_close(&a);
 }
 
