@@ -184,7 +184,20 @@ static ssize_t iwarp_cq_readfrom(struct fid_cq *cq_fid, void *buf,
 	ssize_t ret;
 
 	iwarp_lock(cq->fab);
+	/*
+	 * Consumers drain a CQ in a loop that ends on -FI_EAGAIN (Open MPI's
+	 * mtl ofi does): right after a read that took the last entry that
+	 * progress had just produced, a second pass would only find empty
+	 * sockets, one syscall before the consumer's reply. The call after
+	 * that progresses again.
+	 */
+	if (cq->just_emptied && !cq->count && !cq->ecount) {
+		cq->just_emptied = false;
+		iwarp_unlock(cq->fab);
+		return -FI_EAGAIN;
+	}
 	ret = iwarp_cq_read_locked(cq, buf, count, src_addr);
+	cq->just_emptied = ret > 0 && !cq->count;
 	iwarp_unlock(cq->fab);
 	return ret;
 }
