@@ -637,9 +637,25 @@ static void iw_rx_eof(struct iw_qp *qp)
 static bool iw_rx_drain_stage(struct iw_qp *qp)
 {
 	while (qp->stage_len) {
+		const uint8_t *p = qp->stage + qp->stage_off;
 		uint8_t *buf;
-		size_t n;
+		size_t n = iw_rx_whole_len(&qp->rx, p, qp->stage_len), used;
 
+		if (n) {
+			/* taken before the callbacks run: the completion of
+			 * this FPDU may pump this QP again */
+			qp->stage_off += n;
+			qp->stage_len -= n;
+			if (iw_rx_whole(&qp->rx, p, n, &used)) {
+				iw_rx_failed(qp);
+				return false;
+			}
+			if (used < n) {	/* stalled: nothing ran */
+				qp->stage_off -= n - used;
+				qp->stage_len += n - used;
+			}
+			continue;
+		}
 		iw_rx_want(&qp->rx, &buf, &n);
 		if (!n) {
 			if (qp->rx.state != IW_RX_STALLED)

@@ -374,13 +374,115 @@ int iw_rx_advance(struct iw_rx *rx, size_t n)
 	}
 }
 
+/*
+ * The length of the FPDU at p if all of it is in the avail octets there
+ * and iw_rx_whole may take it; else 0. Not with markers, whose positions
+ * the general path keeps, and not for a header in error, which the
+ * general path names.
+ */
+size_t iw_rx_whole_len(const struct iw_rx *rx, const uint8_t *p,
+		       size_t avail)
+{
+	size_t base, fpdu;
+	uint16_t ulen;
+
+	if (rx->state != IW_RX_HDR || rx->hdr_have || rx->markers ||
+	    avail < MPA_FPDU_HDR + 2)
+		return 0;
+	ulen = iw_get16(p);
+	base = p[MPA_FPDU_HDR] & 0x80 ? DDP_TAGGED_HDR : DDP_UNTAGGED_HDR;
+	if (ulen < base)
+		return 0;
+	fpdu = MPA_FPDU_HDR + ulen + mpa_pad(ulen) + MPA_CRC_LEN;
+	return avail < fpdu ? 0 : fpdu;
+}
+
+/*
+ * Takes the FPDU of iw_rx_whole_len() octets at p with the same steps as
+ * octets arriving one state at a time (the header through
+ * iw_rx_hdr_progress, payload placed before the CRC is known), without
+ * a want/advance round per field. *used is all of it, or only the header
+ * when the payload has no destination yet (stalled).
+ */
+int iw_rx_whole(struct iw_rx *rx, const uint8_t *p, size_t fpdu,
+		size_t *used)
+{
+	uint16_t ulen = iw_get16(p);
+	size_t base = p[MPA_FPDU_HDR] & 0x80 ? DDP_TAGGED_HDR :
+					       DDP_UNTAGGED_HDR;
+	size_t pad = mpa_pad(ulen), hlen;
+	const uint8_t *q;
+	int ret = 0;
+
+	hlen = MPA_FPDU_HDR + base +
+	       iw_rx_extra(p[MPA_FPDU_HDR + 1] & DDP_CTRL_OP, ulen - base);
+	*used = fpdu;
+	rx->in_fpdu = true;
+	rx->fpdu_start = rx->pos;
+	memcpy(rx->hdr, p, hlen);
+	/* each step sets the next hdr_need, never beyond hlen */
+	while (!ret && rx->state == IW_RX_HDR && rx->hdr_need <= hlen) {
+		rx->hdr_have = rx->hdr_need;
+		ret = iw_rx_hdr_progress(rx);
+	}
+	rx->pos = rx->fpdu_start + rx->hdr_have;
+	if (ret || rx->state == IW_RX_ERROR)
+		return -EPROTO;
+	if (rx->state == IW_RX_HDR)	/* cannot be: the steps end at hlen */
+		return iw_rx_fail(rx, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_CLOSED,
+				  "header steps past the FPDU");
+	if (rx->state == IW_RX_STALLED) {
+		/* the payload waits for a destination: stop after the
+		 * header, as the general path does */
+		*used = hlen;
+		rx->crc_acc = rx->crc ? iw_crc32c_update(IW_CRC32C_INIT, p,
+							 hlen) :
+					IW_CRC32C_INIT;
+		return 0;
+	}
+	q = p + hlen;
+	while (rx->state == IW_RX_PAYLOAD) {
+		size_t n = rx->payload_left;
+
+		if (!rx->discard) {
+			if (n > rx->dst.len)
+				n = rx->dst.len;
+			memcpy(rx->dst.buf, q, n);
+			rx->dst.buf += n;
+			rx->dst.len -= n;
+		}
+		q += n;
+		rx->pos += n;
+		rx->payload_left -= n;
+		if (!rx->payload_left)
+			iw_rx_to_trailer(rx);
+		else if (iw_rx_refill(rx))
+			return -EPROTO;
+	}
+	memcpy(rx->trailer, q, pad + MPA_CRC_LEN);
+	rx->trailer_have = rx->trailer_need;
+	rx->pos += pad + MPA_CRC_LEN;
+	if (rx->crc)
+		rx->crc_acc = iw_crc32c_update(IW_CRC32C_INIT, p,
+					       MPA_FPDU_HDR + ulen + pad);
+	return iw_rx_trailer_done(rx);
+}
+
 int iw_rx_feed(struct iw_rx *rx, const uint8_t *p, size_t len)
 {
 	while (len) {
 		uint8_t *buf;
-		size_t n;
+		size_t n = iw_rx_whole_len(rx, p, len), used;
 		int ret;
 
+		if (n) {
+			ret = iw_rx_whole(rx, p, n, &used);
+			if (ret)
+				return ret;
+			p += used;
+			len -= used;
+			continue;
+		}
 		iw_rx_want(rx, &buf, &n);
 		if (!n)
 			return rx->state == IW_RX_STALLED ? -EAGAIN : -EPROTO;

@@ -97,6 +97,10 @@ void iw_rx_init(struct iw_rx *rx, bool crc, bool markers,
 void iw_rx_want(struct iw_rx *rx, uint8_t **buf, size_t *len);
 int iw_rx_advance(struct iw_rx *rx, size_t n);
 int iw_rx_feed(struct iw_rx *rx, const uint8_t *p, size_t len);
+size_t iw_rx_whole_len(const struct iw_rx *rx, const uint8_t *p,
+		       size_t avail);
+int iw_rx_whole(struct iw_rx *rx, const uint8_t *p, size_t fpdu,
+		size_t *used);
 /* Retries a stalled segment's seg_start: 0 (moving again or still
  * stalled, see rx->state) or -EPROTO. */
 int iw_rx_resume(struct iw_rx *rx);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * libFuzzer: the FPDU stream consumer. Octet 0 picks CRC/markers/discard,
- * octet 1 seeds the chunking; the rest is the stream. Fed whole and in
- * chunks, the two runs must report exactly the same events.
+ * octet 1 seeds the chunking; the rest is the stream. Fed whole through
+ * iw_rx_feed (whole FPDUs on the iw_rx_whole path) and in chunks one
+ * state at a time (iw_rx_want/iw_rx_advance only), the two runs must
+ * report exactly the same events.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -51,6 +53,27 @@ static const struct iw_rx_ops sink_ops = {
 	.seg_done = sink_done,
 };
 
+/* iw_rx_feed without the whole-FPDU path */
+static int feed_steps(struct iw_rx *rx, const uint8_t *p, size_t len)
+{
+	while (len) {
+		uint8_t *buf;
+		size_t n;
+
+		iw_rx_want(rx, &buf, &n);
+		if (!n)
+			return -EPROTO;
+		if (n > len)
+			n = len;
+		memmove(buf, p, n);
+		if (iw_rx_advance(rx, n))
+			return -EPROTO;
+		p += n;
+		len -= n;
+	}
+	return rx->state == IW_RX_ERROR ? -EPROTO : 0;
+}
+
 static void run(const uint8_t *p, size_t len, uint8_t mode, uint8_t seed,
 		struct sink *k, struct iw_rx *rx)
 {
@@ -64,7 +87,7 @@ static void run(const uint8_t *p, size_t len, uint8_t mode, uint8_t seed,
 
 		if (n > len)
 			n = len;
-		if (iw_rx_feed(rx, p, n))
+		if (seed ? feed_steps(rx, p, n) : iw_rx_feed(rx, p, n))
 			break;
 		p += n;
 		len -= n;
