@@ -486,6 +486,65 @@ static void close_after_recv_server(struct proc *p)
 	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
 }
 
+/* ---- a read right after one that emptied the CQ */
+
+/*
+ * Consumers such as Open MPI's mtl ofi read until -FI_EAGAIN: the read
+ * after the one that took the last entry answers -FI_EAGAIN without a
+ * progress pass (which would only find the socket empty), the next one
+ * progresses. The second message is in the socket before either read.
+ */
+static void drain_client(struct proc *p)
+{
+	char a[16] = "first", b[16] = "second";
+	struct comp cp = { 0 };
+	struct node n;
+
+	if (!cli_setup(&n, p, NULL))
+		goto out;
+	if (!ctl_expect(p, CTL_NEXT, NULL, WAIT_MS))
+		goto out;
+	check(!fi_send(n.ep, a, sizeof(a), NULL, 0, a) &&
+	      cq_take(&n, a, &cp, WAIT_MS) && !cp.err, "first Send");
+	if (!ctl_expect(p, CTL_NEXT, NULL, WAIT_MS))
+		goto out;
+	check(!fi_send(n.ep, b, sizeof(b), NULL, 0, b) &&
+	      cq_take(&n, b, &cp, WAIT_MS) && !cp.err, "second Send");
+	ctl_send(p, CTL_NEXT, 0, 0, 0, 0, 0);
+	ctl_expect(p, CTL_DONE, NULL, WAIT_MS);
+out:
+	node_close(&n);
+}
+
+static void drain_server(struct proc *p)
+{
+	struct timespec nap = { 0, 20 * 1000000L };
+	char a[16], b[16];
+	struct fi_cq_msg_entry e;
+	struct node n;
+	ssize_t r1, r2;
+
+	if (!srv_setup(&n, p, NULL))
+		return;
+	check(!fi_recv(n.ep, a, sizeof(a), NULL, 0, a) &&
+	      !fi_recv(n.ep, b, sizeof(b), NULL, 0, b), "two receives posted");
+	ctl_send(p, CTL_NEXT, 0, 0, 0, 0, 0);
+	check(spin_recv(&n, a) && !strcmp(a, "first"),
+	      "first message taken by a read loop");
+	ctl_send(p, CTL_NEXT, 0, 0, 0, 0, 0);
+	ctl_expect(p, CTL_NEXT, NULL, WAIT_MS);
+	nanosleep(&nap, NULL);	/* the second is in our socket */
+	r1 = fi_cq_read(n.cq, &e, 1);
+	r2 = fi_cq_read(n.cq, &e, 1);
+	check(r1 == -FI_EAGAIN && r2 == 1 && e.op_context == b &&
+	      !strcmp(b, "second"),
+	      "the read after the one that emptied the CQ says -FI_EAGAIN "
+	      "without progress, the next one takes the waiting message "
+	      "(%zd, %zd)", r1, r2);
+	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
+	node_close(&n);
+}
+
 /* ---- 100 connections through one passive endpoint */
 
 #define NCONN	100
@@ -1026,6 +1085,8 @@ static const struct msg_case cases[] = {
 	  close_after_send_server, false, false, 30 },
 	{ "close right after a receive", close_after_recv_client,
 	  close_after_recv_server, false, false, 30 },
+	{ "a read after the CQ was emptied", drain_client, drain_server,
+	  false, false, 20 },
 	{ "100 connections", many_client, many_server, false, false, 60 },
 	{ "sizes, virtual addresses", sizes_client, sizes_server, false,
 	  false, 90 },
