@@ -184,6 +184,7 @@ struct iwarp_rdm_tx {
 	size_t count;
 	size_t len;
 	uint8_t *copy;			/* inject copy or rendezvous bounce */
+	uint8_t small[64];		/* ... when that fits here */
 	struct iw_mr *mr;		/* rendezvous source */
 	/* one-sided */
 	uint32_t rkey;
@@ -289,8 +290,8 @@ int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
  * calls only frees the buffer at once (fi_msg(3)). */
 #define IWARP_INJECT_CALL (1ULL << 62)
 
-/* Gathers tx's iov into one buffer of its own (tx->copy), which becomes
- * its only iov entry; 0 or -FI_ENOMEM. */
+/* Gathers tx's iov into one buffer of its own (tx->small, else tx->copy),
+ * which becomes its only iov entry; 0 or -FI_ENOMEM. */
 int iwarp_rdm_tx_flatten(struct iwarp_rdm_tx *tx);
 
 struct iwarp_rdm_tx *iwarp_rdm_tx_new(void);

@@ -409,16 +409,19 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 int iwarp_rdm_tx_flatten(struct iwarp_rdm_tx *tx)
 {
 	size_t i, off = 0;
+	uint8_t *dst = tx->small;
 
-	tx->copy = malloc(tx->len ? tx->len : 1);
-	if (!tx->copy)
-		return -FI_ENOMEM;
+	/* the small messages MPI injects need no allocation */
+	if (tx->len > sizeof(tx->small)) {
+		dst = tx->copy = malloc(tx->len);
+		if (!dst)
+			return -FI_ENOMEM;
+	}
 	for (i = 0; i < tx->count; i++) {
-		memcpy(tx->copy + off, tx->iov[i].iov_base,
-		       tx->iov[i].iov_len);
+		memcpy(dst + off, tx->iov[i].iov_base, tx->iov[i].iov_len);
 		off += tx->iov[i].iov_len;
 	}
-	tx->iov[0].iov_base = tx->copy;
+	tx->iov[0].iov_base = dst;
 	tx->iov[0].iov_len = tx->len;
 	tx->count = tx->len ? 1 : 0;
 	return 0;
@@ -431,7 +434,7 @@ static int iwarp_rdm_rndv(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx)
 	if (tx->count > 1) {	/* register one contiguous copy */
 		if (iwarp_rdm_tx_flatten(tx))
 			return -FI_ENOMEM;
-		buf = tx->copy;
+		buf = tx->iov[0].iov_base;
 	}
 	if (iw_mr_reg(ep->dom->pd, tx->len ? buf : tx, tx->len,
 		      (uintptr_t)buf, IW_ACC_REMOTE_READ, &tx->mr))
