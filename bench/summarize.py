@@ -94,8 +94,9 @@ MPILAT = ["mpi_iwarp_lat", "mpi_tcpofi_lat", "mpi_ob1_lat"]
 MPIBW = ["mpi_iwarp_bw", "mpi_tcpofi_bw", "mpi_ob1_bw"]
 
 print("## iwarp benchmark (loopback)\n")
-print("%s repeats, configurations interleaved in each; medians with "
-      "min-max over the repeats; %s failed runs.\n" % (repeats, failures))
+print("%s repeats, configurations interleaved in each (in reverse order "
+      "every other one); medians with min-max over the repeats; %s failed "
+      "runs.\n" % (repeats, failures))
 table("Latency, us (fi_pingpong; raw TCP: busy-poll ping-pong)", LAT, NAMES,
       "%.2f")
 table("Latency, us (bench_fi, same code for both providers)", FILAT, NAMES,
