@@ -248,6 +248,7 @@ struct iw_qp {
 	bool term_queued;
 	bool tx_dead;		/* the socket refused a send: no more tries */
 	bool tx_full;		/* the last send found the socket full */
+	bool tx_corked;		/* the last send said MSG_MORE */
 	bool fin_sent;
 
 	/* receive: octets read from the socket not yet fed to rx (kept

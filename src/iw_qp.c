@@ -484,7 +484,7 @@ int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr)
 		w->nsge = wr->num_sge;
 	}
 	qp->sq_tail++;
-	if (qp->cm == CM_RTS)
+	if (qp->cm == CM_RTS && !(wr->flags & IW_WR_MORE))
 		iw_tx_pump(qp);
 	return 0;
 }

@@ -9,9 +9,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include "iwarp/crc32c.h"
+
 #include "iw_priv.h"
 
 static bool iw_tx_data_allowed(const struct iw_qp *qp)
@@ -578,12 +581,30 @@ static struct iovec *iw_tx_first(struct iw_qp *qp, int *cnt)
  * socket lock again and again, so the ACKs that would free the buffer are
  * processed late, from the backlog, by the sender itself.
  */
-int iw_tx_pump(struct iw_qp *qp)
+/*
+ * Data held back by MSG_MORE goes out with the next send; when none
+ * follows (the next work request waits for something), setting
+ * TCP_NODELAY again pushes it.
+ */
+static void iw_tx_uncork(struct iw_qp *qp)
+{
+	int one = 1;
+
+	if (!qp->tx_corked)
+		return;
+	qp->tx_corked = false;
+	if (qp->fd >= 0)
+		setsockopt(qp->fd, IPPROTO_TCP, TCP_NODELAY, &one,
+			   sizeof(one));
+}
+
+static int iw_tx_pump_once(struct iw_qp *qp)
 {
 	if (qp->tx_left && iw_sock_still(qp->fd, &qp->tx_full, POLLOUT))
 		return 0;
 	while (qp->fd >= 0 && !qp->tx_dead) {
 		struct msghdr msg = { 0 };
+		bool more;
 		ssize_t n;
 
 		if (!qp->tx_left) {
@@ -592,8 +613,13 @@ int iw_tx_pump(struct iw_qp *qp)
 			qp->tx_frames = 1;
 			iw_tx_gather(qp);
 		}
+		/* a message with more work requests queued behind it (a
+		 * Send and the Read that tells its delivery): one segment */
+		more = qp->tx_src == TX_SQ && qp->tx_msg_end &&
+		       qp->sq_tail - qp->sq_tx > 1;
 		msg.msg_iov = iw_tx_first(qp, (int *)&msg.msg_iovlen);
-		n = sendmsg(qp->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+		n = sendmsg(qp->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL |
+					  (more ? MSG_MORE : 0));
 		if (n < 0) {
 			struct iw_err err;
 
@@ -620,6 +646,7 @@ int iw_tx_pump(struct iw_qp *qp)
 			return -EPIPE;
 		}
 		qp->stats.tx_calls++;
+		qp->tx_corked = more;
 		iw_tx_consume(qp, (size_t)n);
 		if (qp->tx_left) {
 			/* a short write: the socket is full */
@@ -633,6 +660,14 @@ int iw_tx_pump(struct iw_qp *qp)
 		iw_tx_fpdu_done(qp);
 	}
 	return 0;
+}
+
+int iw_tx_pump(struct iw_qp *qp)
+{
+	int ret = iw_tx_pump_once(qp);
+
+	iw_tx_uncork(qp);
+	return ret;
 }
 
 /* RFC 5040 §4.8 and figure 10: which header copies a Terminate carries */

@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <linux/tcp.h>	/* tcpi_segs_out */
 #include <sys/wait.h>
 
 #include "engine_util.h"
@@ -2956,6 +2958,93 @@ static bool slow_recv(struct eu_pair *p)
 	return done_want(&w) && !memcmp(slow_dst, trickle_src, SLOW_LEN);
 }
 
+/* Segments the QP's socket has sent (TCP_INFO). */
+static unsigned int segs_out(struct eu_qp *q)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(iw_qp_fd(q->qp), IPPROTO_TCP, TCP_INFO, &ti, &l))
+		return 0;
+	return ti.tcpi_segs_out;
+}
+
+/*
+ * IW_WR_MORE: a Send posted with it waits for the next post, and the two
+ * leave in one TCP segment (MSG_MORE on the first), which is how the
+ * provider sends the zero-length Read behind a transmit/delivery-complete
+ * Send. Without the flag (the control) they take two. A Read followed by
+ * a Send fenced behind it cannot share a segment: the Read Request must
+ * still leave at once, or the fence never opens.
+ */
+static void test_tx_more(void)
+{
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	char rbuf[2][16], sbuf[16] = "more";
+	struct iw_sge sg = { .addr = sbuf, .len = sizeof(sbuf) };
+	unsigned int segs[2] = { 0, 0 };
+	int round;
+
+	cfg_default(&cfg);
+	if (!connect_pair(&p, &cfg)) {
+		eu_pair_fini(&p);
+		return;
+	}
+	eu_idle(&p.env->loop, 50);	/* handshake ACKs settle */
+	for (round = 0; round < 2; round++) {
+		struct iw_send_wr rd = { .ctx = nctx(), .op = IW_WR_READ,
+					 .flags = IW_WR_SIGNALED };
+		void *sctx = nctx(), *rctx = nctx();
+		struct want w = { .p = &p };
+		unsigned int before;
+
+		post_recv(&p.b, rctx, rbuf[round], sizeof(rbuf[round]));
+		before = segs_out(&p.a);
+		if (post_send(&p.a, sctx, &sg, 1, round ? IW_WR_MORE : 0) ||
+		    iw_qp_post_send(p.a.qp, &rd)) {
+			bad("posting a Send and a Read");
+			break;
+		}
+		segs[round] = segs_out(&p.a) - before;
+		want_add(&w, &p.a, sctx);
+		want_add(&w, &p.a, rd.ctx);
+		want_add(&w, &p.b, rctx);
+		if (!wait_want(&w, 5000))
+			break;
+	}
+	report(segs[0] == 2 && segs[1] == 1,
+	       "IW_WR_MORE: a Send and the Read behind it leave in one TCP "
+	       "segment (%u; %u without the flag), both complete",
+	       segs[1], segs[0]);
+	{
+		struct iw_send_wr rd = { .ctx = nctx(), .op = IW_WR_READ,
+					 .flags = IW_WR_SIGNALED };
+		void *sctx = nctx(), *rctx = nctx();
+		struct want w = { .p = &p };
+		unsigned int before, now;
+
+		post_recv(&p.b, rctx, rbuf[0], sizeof(rbuf[0]));
+		rd.flags |= IW_WR_MORE;
+		before = segs_out(&p.a);
+		if (iw_qp_post_send(p.a.qp, &rd) ||
+		    post_send(&p.a, sctx, &sg, 1, IW_WR_FENCE)) {
+			bad("posting a Read and a fenced Send");
+		} else {
+			now = segs_out(&p.a) - before;
+			want_add(&w, &p.a, rd.ctx);
+			want_add(&w, &p.a, sctx);
+			want_add(&w, &p.b, rctx);
+			report(wait_want(&w, 5000) && now == 1,
+			       "IW_WR_MORE: a Read with a fenced Send behind it "
+			       "leaves at once (%u segment), the Send after its "
+			       "response", now);
+		}
+	}
+	eu_pair_fini(&p);
+}
+
 /*
  * A busy-polling side that has to wait for its socket: once a read found
  * it empty in the middle of a long transfer, or a send found it full, it
@@ -3084,6 +3173,7 @@ int main(int argc, char **argv)
 	timed("syscall economy", test_syscall_economy);
 	timed("small recv calls", test_small_recv_calls);
 	timed("socket waits", test_socket_waits);
+	timed("Send and Read in one segment", test_tx_more);
 	timed("bad requests", test_bad_requests);
 	timed("flow control", test_flow_control);
 	sides_free();

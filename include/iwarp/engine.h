@@ -108,6 +108,8 @@ enum {
 	IW_WR_SIGNALED = 1 << 0,	/* report a completion on success */
 	IW_WR_FENCE = 1 << 1,		/* start after earlier Reads, atomics */
 	IW_WR_INLINE = 1 << 2,		/* copy the payload at post time */
+	IW_WR_MORE = 1 << 3,		/* the caller posts more at once: wait
+					 * for it, to share TCP segments */
 };
 
 /*

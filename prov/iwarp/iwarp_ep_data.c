@@ -160,12 +160,16 @@ static int iwarp_tx_post(struct iwarp_ep *ep, const struct iwarp_tx *t,
 	if (t->flags & FI_FENCE)
 		wr.flags |= IW_WR_FENCE;
 	op->pending = delivery ? 2 : 1;
+	if (delivery)	/* the Read goes in the Send's TCP segment */
+		wr.flags |= IW_WR_MORE;
 	ret = iw_qp_post_send(ep->qp, &wr);
 	if (ret || !delivery)
 		return ret;
 	ret = iw_qp_post_send(ep->qp, &fence);
-	if (ret)
+	if (ret) {
 		op->pending = 1;	/* only the first will complete */
+		iw_qp_progress(ep->qp);	/* and it is still to be sent */
+	}
 	return 0;
 }
 
