@@ -589,7 +589,7 @@ static int iwarp_rdm_place(void *arg, struct iw_qp *qp,
 	struct iwarp_rdm_in *in;
 	size_t i, n = 0, left;
 
-	in = iwarp_zalloc(sizeof(*in));
+	in = iwarp_stash_get(&ep->in_stash, sizeof(*in));
 	if (!in || iwarp_rdm_hdr_get(p->peek, p->peek_len, &in->hdr)) {
 		free(in);
 		return -1;	/* not our protocol: terminate */
@@ -820,7 +820,7 @@ static void iwarp_rdm_complete(void *arg, struct iw_qp *qp,
 
 			iwarp_rdm_recv_done(peer, in, wc);
 			free(in->abuf);
-			free(in);
+			iwarp_stash_put(&ep->in_stash, in);
 		}
 		break;
 	case IW_WC_READ: {

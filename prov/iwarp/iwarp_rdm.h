@@ -246,6 +246,55 @@ struct iwarp_rdm_in {
 	uint8_t *abuf;			/* AREQ/ARESP payload */
 };
 
+/*
+ * Freed operation records of one kind, kept for reuse (fabric lock held):
+ * malloc and free cost more than the rest of a small message's path.
+ * Under ASan every record is a fresh allocation, so that use after free
+ * stays visible.
+ */
+#define IWARP_STASH_MAX 64
+
+struct iwarp_stash {
+	void *top;
+	unsigned int n;
+};
+
+static inline void *iwarp_stash_get(struct iwarp_stash *s, size_t size)
+{
+	void *p = s->top;
+
+	if (!p)
+		return iwarp_zalloc(size);
+	s->top = *(void **)p;
+	s->n--;
+	memset(p, 0, size);
+	return p;
+}
+
+static inline void iwarp_stash_put(struct iwarp_stash *s, void *p)
+{
+#ifndef __SANITIZE_ADDRESS__
+	if (p && s->n < IWARP_STASH_MAX) {
+		*(void **)p = s->top;
+		s->top = p;
+		s->n++;
+		return;
+	}
+#endif
+	free(p);
+}
+
+static inline void iwarp_stash_fini(struct iwarp_stash *s)
+{
+	while (s->top) {
+		void *p = s->top;
+
+		s->top = *(void **)p;
+		free(p);
+	}
+	s->n = 0;
+}
+
 struct iwarp_rdm_ep {
 	struct fid_ep ep_fid;
 	struct iwarp_domain *dom;
@@ -273,6 +322,7 @@ struct iwarp_rdm_ep {
 	size_t unexp_bytes;		/* stored unexpected messages */
 	struct iw_qp **dead;		/* QPs to destroy outside callbacks */
 	size_t ndead, deadcap;
+	struct iwarp_stash tx_stash, rx_stash, in_stash;
 };
 
 static inline struct iwarp_rdm_ep *iwarp_rdm_ep_of(struct fid *fid)

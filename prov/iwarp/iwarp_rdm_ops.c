@@ -60,7 +60,7 @@ void iwarp_rdm_tx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
 		if (cntr)
 			(err ? iwarp_cntr_inc_err : iwarp_cntr_inc)(cntr);
 	}
-	free(tx);
+	iwarp_stash_put(&ep->tx_stash, tx);
 }
 
 /* A receive is done: msglen octets were sent to it (truncation if more
@@ -93,7 +93,7 @@ void iwarp_rdm_rx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
 			       rx->hdr.data, rx->hdr.tag, rx->from);
 	if (ep->cntr_recv)
 		(err ? iwarp_cntr_inc_err : iwarp_cntr_inc)(ep->cntr_recv);
-	free(rx);
+	iwarp_stash_put(&ep->rx_stash, rx);
 }
 
 /* ---- matching */
@@ -339,9 +339,19 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 
 	if (count > IWARP_IOV_MAX || (count && !iov))
 		return -FI_EINVAL;
-	rx = iwarp_zalloc(sizeof(*rx));
-	if (!rx)
+	if ((flags & FI_MULTI_RECV) &&
+	    (tagged || count != 1 || (flags & (FI_PEEK | FI_CLAIM))))
+		return -FI_EINVAL;
+	iwarp_lock(ep->fab);
+	if (!ep->enabled) {
+		iwarp_unlock(ep->fab);
+		return -FI_EOPBADSTATE;
+	}
+	rx = iwarp_stash_get(&ep->rx_stash, sizeof(*rx));
+	if (!rx) {
+		iwarp_unlock(ep->fab);
 		return -FI_ENOMEM;
+	}
 	rx->context = context;
 	rx->flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
 	/* fi_tagged(3): the source filters only with FI_DIRECTED_RECV */
@@ -355,18 +365,8 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 	}
 	rx->cq = !ep->rx_selective || (flags & FI_COMPLETION);
 	if (flags & FI_MULTI_RECV) {
-		if (tagged || count != 1 || (flags & (FI_PEEK | FI_CLAIM))) {
-			free(rx);
-			return -FI_EINVAL;
-		}
 		rx->multi = true;
 		rx->flags |= FI_MULTI_RECV;
-	}
-	iwarp_lock(ep->fab);
-	if (!ep->enabled) {
-		iwarp_unlock(ep->fab);
-		free(rx);
-		return -FI_EOPBADSTATE;
 	}
 	if (flags & FI_PEEK) {
 		iwarp_progress(ep->fab);
@@ -393,7 +393,7 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 						       context : NULL))) {
 		iwarp_rdm_take_unexp(ep, ux, rx, flags & FI_DISCARD);
 	} else if (flags & FI_CLAIM) {
-		free(rx);
+		iwarp_stash_put(&ep->rx_stash, rx);
 		iwarp_unlock(ep->fab);
 		return -FI_EINVAL;	/* nothing was claimed with it */
 	} else {
@@ -454,27 +454,30 @@ static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 	const union iwarp_sockaddr *addr;
 	struct iwarp_rdm_peer *peer;
 	struct iwarp_rdm_tx *tx;
-	size_t i;
+	size_t i, len = 0;
 	int ret = 0;
 
 	if (count > IWARP_IOV_MAX - 1 || (count && !iov))
 		return -FI_EINVAL;
-	tx = iwarp_rdm_tx_new();
-	if (!tx)
+	for (i = 0; i < count; i++)
+		len += iov[i].iov_len;
+	if (len > UINT32_MAX || ((flags & FI_INJECT) &&
+				 len > IWARP_RDM_INJECT_MAX))
+		return -FI_EINVAL;
+	iwarp_lock(ep->fab);
+	tx = iwarp_stash_get(&ep->tx_stash, sizeof(*tx));
+	if (!tx) {
+		iwarp_unlock(ep->fab);
 		return -FI_ENOMEM;
+	}
+	tx->owner = IWARP_RDM_OWN_TX;
 	tx->context = context;
 	tx->op_flags = flags;
 	tx->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
 	tx->count = count;
-	for (i = 0; i < count; i++) {
+	for (i = 0; i < count; i++)
 		tx->iov[i] = iov[i];
-		tx->len += iov[i].iov_len;
-	}
-	if (tx->len > UINT32_MAX || ((flags & FI_INJECT) &&
-				     tx->len > IWARP_RDM_INJECT_MAX)) {
-		free(tx);
-		return -FI_EINVAL;
-	}
+	tx->len = len;
 	tx->hdr.op = IWARP_RDM_EAGER;
 	tx->hdr.flags = (tagged ? IWARP_RDM_F_TAGGED : 0) |
 			(flags & FI_REMOTE_CQ_DATA ? IWARP_RDM_F_DATA : 0);
@@ -484,12 +487,11 @@ static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 	tx->cq = !(flags & IWARP_INJECT_CALL) &&
 		 (!ep->tx_selective || (flags & FI_COMPLETION));
 	flags &= ~IWARP_INJECT_CALL;
-	iwarp_lock(ep->fab);
 	addr = ep->enabled && ep->av ? iwarp_av_addr(ep->av, dest) : NULL;
 	peer = addr ? iwarp_rdm_peer_get(ep, addr) : NULL;
 	if (!peer) {
+		iwarp_stash_put(&ep->tx_stash, tx);
 		iwarp_unlock(ep->fab);
-		free(tx);
 		return ep->enabled ? -FI_EINVAL : -FI_EOPBADSTATE;
 	}
 	tx->hdr.msg_id = ++ep->next_msg_id;
@@ -502,7 +504,7 @@ static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 	}
 	if (ret) {
 		free(tx->copy);
-		free(tx);
+		iwarp_stash_put(&ep->tx_stash, tx);
 	} else {
 		iwarp_rdm_queue(peer, tx);
 	}
@@ -911,6 +913,9 @@ static int iwarp_rdm_close(struct fid *fid)
 	if (ep->cntr_read)
 		atomic_fetch_sub(&ep->cntr_read->ref, 1);
 	atomic_fetch_sub(&ep->dom->ref, 1);
+	iwarp_stash_fini(&ep->tx_stash);
+	iwarp_stash_fini(&ep->rx_stash);
+	iwarp_stash_fini(&ep->in_stash);
 	iwarp_unlock(fab);
 	fi_freeinfo(ep->info);
 	free(ep);
