@@ -292,8 +292,7 @@ int rdmap_term_parse(const uint8_t *p, size_t len, struct rdmap_term *t,
 	if (t->hdrct & RDMAP_TERM_D) {
 		if (len < off + 1)
 			goto bad;
-		t->ddp_hdr_len = p[off] & 0x80 ? DDP_TAGGED_HDR :
-						 DDP_UNTAGGED_HDR;
+		t->ddp_hdr_len = ddp_hdr_size(p[off]);
 		if (len < off + t->ddp_hdr_len)
 			goto bad;
 		memcpy(t->ddp_hdr, p + off, t->ddp_hdr_len);

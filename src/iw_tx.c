@@ -14,7 +14,6 @@
 #include <sys/socket.h>
 
 #include "iwarp/crc32c.h"
-
 #include "iw_priv.h"
 
 static bool iw_tx_data_allowed(const struct iw_qp *qp)
@@ -576,12 +575,6 @@ static struct iovec *iw_tx_first(struct iw_qp *qp, int *cnt)
 }
 
 /*
- * After a send found the socket full, poll() decides (TCP reports POLLOUT
- * only once half the queued octets are gone): retrying sendmsg holds the
- * socket lock again and again, so the ACKs that would free the buffer are
- * processed late, from the backlog, by the sender itself.
- */
-/*
  * Data held back by MSG_MORE goes out with the next send; when none
  * follows (the next work request waits for something), setting
  * TCP_NODELAY again pushes it.
@@ -598,6 +591,12 @@ static void iw_tx_uncork(struct iw_qp *qp)
 			   sizeof(one));
 }
 
+/*
+ * After a send found the socket full, poll() decides (TCP reports POLLOUT
+ * only once half the queued octets are gone): retrying sendmsg holds the
+ * socket lock again and again, so the ACKs that would free the buffer are
+ * processed late, from the backlog, by the sender itself.
+ */
 static int iw_tx_pump_once(struct iw_qp *qp)
 {
 	if (qp->tx_left && iw_sock_still(qp->fd, &qp->tx_full, POLLOUT))
@@ -690,20 +689,13 @@ void iw_tx_terminate(struct iw_qp *qp, const struct iw_err *err,
 		.qn = DDP_QN_TERM, .msn = qp->term_msn++,
 	};
 	ssize_t tl, n;
+	size_t dl;
 
 	if (qp->term_queued)
 		return;
 	qp->term_queued = true;
-	if (copy) {
-		size_t dl = seg->raw[0] & 0x80 ? DDP_TAGGED_HDR :
-						 DDP_UNTAGGED_HDR;
-
-		copy = seg->raw_len >= dl;	/* "if possible" */
-	}
-	if (copy) {
-		size_t dl = seg->raw[0] & 0x80 ? DDP_TAGGED_HDR :
-						 DDP_UNTAGGED_HDR;
-
+	dl = copy ? ddp_hdr_size(seg->raw[0]) : 0;
+	if (copy && seg->raw_len >= dl) {	/* "if possible" */
 		t.hdrct = RDMAP_TERM_M | RDMAP_TERM_D;
 		t.seg_len = seg->ulpdu_len;
 		t.ddp_hdr_len = (uint8_t)dl;

@@ -263,8 +263,7 @@ static int iw_rx_hdr_progress(struct iw_rx *rx)
 		rx->hdr_need = MPA_FPDU_HDR + 2;
 		return 0;
 	}
-	base = rx->hdr[MPA_FPDU_HDR] & 0x80 ? DDP_TAGGED_HDR :
-					      DDP_UNTAGGED_HDR;
+	base = ddp_hdr_size(rx->hdr[MPA_FPDU_HDR]);
 	if (rx->hdr_need == MPA_FPDU_HDR + 2) {
 		if (seg->ulpdu_len < base)
 			return iw_rx_fail(rx, IW_LAYER_DDP,
@@ -383,17 +382,16 @@ int iw_rx_advance(struct iw_rx *rx, size_t n)
 size_t iw_rx_whole_len(const struct iw_rx *rx, const uint8_t *p,
 		       size_t avail)
 {
-	size_t base, fpdu;
+	size_t fpdu;
 	uint16_t ulen;
 
 	if (rx->state != IW_RX_HDR || rx->hdr_have || rx->markers ||
 	    avail < MPA_FPDU_HDR + 2)
 		return 0;
 	ulen = iw_get16(p);
-	base = p[MPA_FPDU_HDR] & 0x80 ? DDP_TAGGED_HDR : DDP_UNTAGGED_HDR;
-	if (ulen < base)
+	if (ulen < ddp_hdr_size(p[MPA_FPDU_HDR]))
 		return 0;
-	fpdu = MPA_FPDU_HDR + ulen + mpa_pad(ulen) + MPA_CRC_LEN;
+	fpdu = mpa_fpdu_len(ulen);
 	return avail < fpdu ? 0 : fpdu;
 }
 
@@ -408,8 +406,7 @@ int iw_rx_whole(struct iw_rx *rx, const uint8_t *p, size_t fpdu,
 		size_t *used)
 {
 	uint16_t ulen = iw_get16(p);
-	size_t base = p[MPA_FPDU_HDR] & 0x80 ? DDP_TAGGED_HDR :
-					       DDP_UNTAGGED_HDR;
+	size_t base = ddp_hdr_size(p[MPA_FPDU_HDR]);
 	size_t pad = mpa_pad(ulen), hlen;
 	const uint8_t *q;
 	int ret = 0;

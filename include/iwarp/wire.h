@@ -269,6 +269,13 @@ ssize_t mpa_marker_strip(uint8_t *out, size_t cap, const uint8_t *in,
 
 #define DDP_TAGGED_HDR 14
 #define DDP_UNTAGGED_HDR 18
+
+/* The DDP header size that a segment's first control octet (T bit) gives. */
+static inline size_t ddp_hdr_size(uint8_t ctrl)
+{
+	return ctrl & (DDP_CTRL_T >> 8) ? DDP_TAGGED_HDR : DDP_UNTAGGED_HDR;
+}
+
 #define RDMAP_RREQ_LEN 28
 #define RDMAP_AREQ_LEN 52	/* RFC 7306 Atomic Request header */
 #define RDMAP_ARESP_LEN 12	/* RFC 7306 Atomic Response header */
