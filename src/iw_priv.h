@@ -161,6 +161,9 @@ struct iw_listener {
  * header and trailer, instead of one syscall per FPDU.
  */
 #define IW_TX_BATCH		64
+/* FPDUs up to this size leave as one contiguous iovec: the kernel's
+ * per-segment cost of a 4-entry sendmsg is worth more than the copy */
+#define IW_TX_FLAT_MAX		2048
 #define IW_TX_BATCH_BYTES	(256u << 10)	/* stays in L2 between CRC and copy */
 
 struct iw_tx_batch {
@@ -229,6 +232,7 @@ struct iw_qp {
 	size_t tx_left;
 	uint8_t tx_hdr[MPA_FPDU_HDR + DDP_UNTAGGED_HDR + RDMAP_AREQ_LEN];
 	uint8_t tx_trl[3 + MPA_CRC_LEN];
+	uint8_t tx_flat[IW_TX_FLAT_MAX];	/* a small FPDU, gathered */
 	uint8_t *tx_bounce;	/* markers: the whole FPDU, marked */
 	uint8_t *tx_ulpdu;	/* markers: the ULPDU gathered first */
 	uint64_t tx_mpos;

@@ -574,6 +574,25 @@ static struct iovec *iw_tx_first(struct iw_qp *qp, int *cnt)
 	return v + i;
 }
 
+/* A small FPDU framed in txv becomes one iovec (batches keep theirs). */
+static void iw_tx_flatten(struct iw_qp *qp)
+{
+	size_t off = 0;
+	int i;
+
+	if (qp->tx_batched || qp->txcnt < 2 || qp->tx_left > IW_TX_FLAT_MAX)
+		return;
+	for (i = 0; i < qp->txcnt; i++) {
+		memcpy(qp->tx_flat + off, qp->txv[i].iov_base,
+		       qp->txv[i].iov_len);
+		off += qp->txv[i].iov_len;
+	}
+	qp->txv[0].iov_base = qp->tx_flat;
+	qp->txv[0].iov_len = off;
+	qp->txcnt = 1;
+	qp->stats.tx_flat++;
+}
+
 /*
  * Data held back by MSG_MORE goes out with the next send; when none
  * follows (the next work request waits for something), setting
@@ -611,6 +630,7 @@ static int iw_tx_pump_once(struct iw_qp *qp)
 				break;
 			qp->tx_frames = 1;
 			iw_tx_gather(qp);
+			iw_tx_flatten(qp);
 		}
 		/* a message with more work requests queued behind it (a
 		 * Send and the Read that tells its delivery): one segment */
