@@ -347,6 +347,15 @@ void iw_cm_fill_event(struct iw_qp *qp, const struct mpa_frame *f,
 		      struct iw_cm_event *ev);
 
 /* iw_tx.c */
+/* Nothing that iw_tx_build could frame, nothing half written or held
+ * back: the busy-poll loop's common case, answered without a call. */
+static inline bool iw_tx_idle(const struct iw_qp *qp)
+{
+	return !qp->tx_left && !qp->tx_corked && !qp->rtr_pending &&
+	       qp->ctrl_off == qp->ctrl_len && !qp->tx_sq_busy &&
+	       !qp->tx_irq_busy && !qp->irq_count && qp->sq_tx == qp->sq_tail;
+}
+
 int iw_tx_pump(struct iw_qp *qp);
 bool iw_tx_pending(const struct iw_qp *qp);
 int iw_tx_ctrl(struct iw_qp *qp, const uint8_t *p, size_t len);

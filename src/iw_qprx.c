@@ -690,9 +690,13 @@ int iw_rx_pump(struct iw_qp *qp)
 {
 	size_t budget = 8u << 20;
 
-	if (!iw_rx_drain_stage(qp) ||
-	    iw_sock_still(qp->fd, &qp->rx_dry, POLLIN))
+	if (qp->stage_len || qp->rx_dry) {
+		if (!iw_rx_drain_stage(qp) ||
+		    iw_sock_still(qp->fd, &qp->rx_dry, POLLIN))
+			return 0;
+	} else if (qp->rx.state == IW_RX_STALLED) {
 		return 0;
+	}
 	while (qp->fd >= 0 && !qp->rx_eof && budget &&
 	       qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {
 		uint8_t *buf;

@@ -683,7 +683,11 @@ static int iw_tx_pump_once(struct iw_qp *qp)
 
 int iw_tx_pump(struct iw_qp *qp)
 {
-	int ret = iw_tx_pump_once(qp);
+	int ret;
+
+	if (iw_tx_idle(qp))
+		return 0;
+	ret = iw_tx_pump_once(qp);
 
 	iw_tx_uncork(qp);
 	return ret;

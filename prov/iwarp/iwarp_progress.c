@@ -58,22 +58,45 @@ void iwarp_pollable_del(struct iwarp_pollable *p)
  * with no timeout for all of them), a deadline that passed, or no socket
  * at all (cheap, and may have work such as a retry). Returns false if
  * the scratch arrays could not grow: then everything is driven.
+ * Listeners join only every IWARP_RARE_EVERY calls. A single candidate
+ * is returned in *single, to be driven: its own non-blocking reads cost
+ * what poll() would, and its progress checks its own deadlines, so an
+ * endpoint busy-polling one peer neither asks poll_info nor reads the
+ * clock.
  */
-static bool iwarp_progress_select(struct iwarp_fabric *fab, uint64_t now)
+static bool iwarp_progress_select(struct iwarp_fabric *fab,
+				  struct iwarp_pollable **single)
 {
 	bool rare_turn = !(++fab->rare_tick % IWARP_RARE_EVERY);
+	struct iwarp_pollable *p, *only = NULL;
 	struct iwarp_list *e;
 	size_t n = 0, i;
+	uint64_t now;
 
 	for (e = fab->pollables.next; e != &fab->pollables; e = e->next) {
-		struct iwarp_pollable *p =
-			iwarp_container_of(e, struct iwarp_pollable, link);
+		p = iwarp_container_of(e, struct iwarp_pollable, link);
+		p->run = false;
+		if (p->rare && !rare_turn)
+			continue;	/* not even asked: saves a busy loop */
+		if (only) {
+			only = NULL;
+			break;
+		}
+		only = p;
+	}
+	if (only && e == &fab->pollables) {
+		*single = only;
+		return true;
+	}
+	now = iw_now_ms();
+	for (e = fab->pollables.next; e != &fab->pollables; e = e->next) {
 		uint64_t deadline;
 		short events;
 		int fd;
 
+		p = iwarp_container_of(e, struct iwarp_pollable, link);
 		if (p->rare && !rare_turn) {
-			p->run = false;	/* not even asked: saves a busy loop */
+			p->run = false;
 			continue;
 		}
 		p->poll_info(p, &fd, &events, &deadline);
@@ -98,9 +121,6 @@ static bool iwarp_progress_select(struct iwarp_fabric *fab, uint64_t now)
 		fab->pfds[n] = (struct pollfd){ .fd = fd, .events = events };
 		fab->pptr[n++] = p;
 	}
-	/* One socket: its own non-blocking reads cost what poll() would.
-	 * Listeners join only every IWARP_RARE_EVERY calls, so an endpoint
-	 * busy-polling one peer reads it without a poll() first. */
 	if (n == 1) {
 		fab->pptr[0]->run = true;
 		return true;
@@ -116,17 +136,21 @@ static bool iwarp_progress_select(struct iwarp_fabric *fab, uint64_t now)
 void iwarp_progress(struct iwarp_fabric *fab)
 {
 	struct iwarp_list mark, *cur;
-	struct iwarp_pollable *p;
-	uint64_t now;
+	struct iwarp_pollable *p = NULL;
 	bool all;
 
 	if (fab->in_progress)
 		return;
-	now = iw_now_ms();	/* once: it is most of a busy loop's pass */
-	if (!fab->in_async)
-		fab->app_ms = now;
+	/* only the asynchronous thread asks when the application last came */
+	if (fab->async_users && !fab->in_async)
+		fab->app_ms = iw_now_ms();
 	fab->in_progress = true;
-	all = !iwarp_progress_select(fab, now);
+	all = !iwarp_progress_select(fab, &p);
+	if (!all && p) {
+		p->progress(p);
+		fab->in_progress = false;
+		return;
+	}
 	cur = fab->pollables.next;
 	while (cur != &fab->pollables) {
 		p = iwarp_container_of(cur, struct iwarp_pollable, link);
