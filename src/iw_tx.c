@@ -371,6 +371,47 @@ static const uint8_t iw_send_opcode[] = {
 	[IW_WR_SEND_SE_INV] = RDMAP_SEND_SE_INV,
 };
 
+/*
+ * A whole Send that fits IW_TX_FLAT_MAX is framed straight into tx_flat:
+ * header, payload and trailer in one buffer, one iovec, one copy.
+ */
+static bool iw_tx_flat_send(struct iw_qp *qp, const struct iw_swqe *w)
+{
+	struct ddp_hdr h = {
+		.last = true, .ddp_ver = DDP_VERSION,
+		.rdmap_ver = RDMAP_VERSION, .opcode = iw_send_opcode[w->op],
+		.qn = DDP_QN_SEND, .msn = qp->sq_msn,
+		.inv_stag = w->op == IW_WR_SEND_INV ||
+			    w->op == IW_WR_SEND_SE_INV ? w->inv_stag : 0,
+	};
+	uint8_t *p = qp->tx_flat;
+	size_t off;
+	ssize_t hlen;
+	int i;
+
+	if (qp->markers_tx || w->sent ||
+	    mpa_fpdu_len(DDP_UNTAGGED_HDR + (size_t)w->len) > IW_TX_FLAT_MAX ||
+	    w->len > iw_seg_room(qp, false))
+		return false;
+	hlen = ddp_hdr_build(p + MPA_FPDU_HDR, IW_TX_FLAT_MAX - MPA_FPDU_HDR,
+			     &h);
+	if (hlen < 0)
+		return false;
+	off = MPA_FPDU_HDR + (size_t)hlen;
+	for (i = 0; i < w->nsge; i++) {
+		memcpy(p + off, w->sge[i].addr, w->sge[i].len);
+		off += w->sge[i].len;
+	}
+	iw_put16(p, (uint16_t)(off - MPA_FPDU_HDR));
+	off = mpa_fpdu_close(p, off, qp->crc);
+	qp->txv[0].iov_base = p;
+	qp->txv[0].iov_len = off;
+	qp->txcnt = 1;
+	qp->tx_left = off;
+	qp->stats.tx_flat++;
+	return true;
+}
+
 static void iw_tx_build_sq(struct iw_qp *qp)
 {
 	uint32_t seq = qp->sq_tx;
@@ -391,6 +432,12 @@ static void iw_tx_build_sq(struct iw_qp *qp)
 		qp->tx_sq_busy = true;
 		qp->tx_msg_end = true;
 		iw_tx_areq(qp, (int32_t)(seq & (qp->sq_size - 1)), w);
+		return;
+	}
+	if (!tagged && iw_tx_flat_send(qp, w)) {
+		qp->tx_sq_busy = true;
+		qp->tx_msg_end = true;
+		w->sent = w->len;
 		return;
 	}
 	if (n > left)

@@ -184,6 +184,16 @@ size_t mpa_fpdu_trailer(uint8_t *out, const uint8_t hdr[MPA_FPDU_HDR],
 	return pad + MPA_CRC_LEN;
 }
 
+size_t mpa_fpdu_close(uint8_t *fpdu, size_t len, bool crc)
+{
+	unsigned int pad = mpa_pad(len - MPA_FPDU_HDR);
+
+	memset(fpdu + len, 0, pad);
+	len += pad;
+	mpa_put_crc(fpdu + len, crc ? iw_crc32c(fpdu, len) : 0);
+	return len + MPA_CRC_LEN;
+}
+
 size_t mpa_marked_len(size_t len, uint64_t pos)
 {
 	size_t n = 0;
