@@ -496,7 +496,7 @@ static void close_after_recv_server(struct proc *p)
  */
 static void drain_client(struct proc *p)
 {
-	char a[16] = "first", b[16] = "second";
+	char a[16] = "first", b[16] = "second", c[16];
 	struct comp cp = { 0 };
 	struct node n;
 
@@ -510,6 +510,7 @@ static void drain_client(struct proc *p)
 		goto out;
 	check(!fi_send(n.ep, b, sizeof(b), NULL, 0, b) &&
 	      cq_take(&n, b, &cp, WAIT_MS) && !cp.err, "second Send");
+	check(!fi_recv(n.ep, c, sizeof(c), NULL, 0, c), "receive for a third");
 	ctl_send(p, CTL_NEXT, 0, 0, 0, 0, 0);
 	ctl_expect(p, CTL_DONE, NULL, WAIT_MS);
 out:
@@ -519,7 +520,7 @@ out:
 static void drain_server(struct proc *p)
 {
 	struct timespec nap = { 0, 20 * 1000000L };
-	char a[16], b[16];
+	char a[16], b[16], c[16] = "third";
 	struct fi_cq_msg_entry e;
 	struct node n;
 	ssize_t r1, r2;
@@ -541,6 +542,12 @@ static void drain_server(struct proc *p)
 	      "the read after the one that emptied the CQ says -FI_EAGAIN "
 	      "without progress, the next one takes the waiting message "
 	      "(%zd, %zd)", r1, r2);
+	/* an entry written after the emptying read is not skipped */
+	r1 = fi_send(n.ep, c, sizeof(c), NULL, 0, c);
+	r2 = fi_cq_read(n.cq, &e, 1);
+	check(r1 == 0 && r2 == 1 && e.op_context == c,
+	      "a Send completed right after the CQ was emptied is read at "
+	      "once (%zd, %zd)", r1, r2);
 	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
 	node_close(&n);
 }

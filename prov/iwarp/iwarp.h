@@ -314,7 +314,7 @@ struct iwarp_cq {
 	struct iwarp_wait wait;
 	bool signaled;
 	bool threshold;			/* FI_CQ_COND_THRESHOLD */
-	bool just_emptied;		/* see iwarp_cq_readfrom */
+	atomic_bool just_emptied;	/* see iwarp_cq_readfrom */
 	atomic_int ref;			/* bound endpoints */
 };
 

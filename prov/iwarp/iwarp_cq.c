@@ -97,6 +97,7 @@ int iwarp_cq_write(struct iwarp_cq *cq, void *context, uint64_t flags,
 		return -FI_ENOMEM;
 	}
 	i = (cq->head + cq->count++) % cq->cap;
+	atomic_store_explicit(&cq->just_emptied, false, memory_order_relaxed);
 	cq->ring[i] = (struct fi_cq_tagged_entry){
 		.op_context = context,
 		.flags = flags,
@@ -131,6 +132,7 @@ int iwarp_cq_write_err(struct iwarp_cq *cq, void *context, uint64_t flags,
 		return -FI_ENOMEM;
 	}
 	e = &cq->errs[(cq->ehead + cq->ecount++) % cq->ecap];
+	atomic_store_explicit(&cq->just_emptied, false, memory_order_relaxed);
 	e->after = cq->written;
 	e->e = (struct fi_cq_err_entry){
 		.op_context = context,
@@ -183,21 +185,24 @@ static ssize_t iwarp_cq_readfrom(struct fid_cq *cq_fid, void *buf,
 	struct iwarp_cq *cq = iwarp_cq_of(&cq_fid->fid);
 	ssize_t ret;
 
-	iwarp_lock(cq->fab);
 	/*
 	 * Consumers drain a CQ in a loop that ends on -FI_EAGAIN (Open MPI's
 	 * mtl ofi does): right after a read that took the last entry that
 	 * progress had just produced, a second pass would only find empty
 	 * sockets, one syscall before the consumer's reply. The call after
-	 * that progresses again.
+	 * that progresses again. Any entry written meanwhile clears the flag,
+	 * so the check needs no lock.
 	 */
-	if (cq->just_emptied && !cq->count && !cq->ecount) {
-		cq->just_emptied = false;
-		iwarp_unlock(cq->fab);
+	if (atomic_load_explicit(&cq->just_emptied, memory_order_relaxed)) {
+		atomic_store_explicit(&cq->just_emptied, false,
+				      memory_order_relaxed);
 		return -FI_EAGAIN;
 	}
+	iwarp_lock(cq->fab);
 	ret = iwarp_cq_read_locked(cq, buf, count, src_addr);
-	cq->just_emptied = ret > 0 && !cq->count;
+	atomic_store_explicit(&cq->just_emptied,
+			      ret > 0 && !cq->count && !cq->ecount,
+			      memory_order_relaxed);
 	iwarp_unlock(cq->fab);
 	return ret;
 }
