@@ -529,6 +529,10 @@ static void iwarp_rdm_flush(struct iwarp_rdm_peer *peer)
 void iwarp_rdm_queue(struct iwarp_rdm_peer *peer, struct iwarp_rdm_tx *tx)
 {
 	tx->peer = peer;
+	/* nothing ahead of it: post at once, queue only what must wait */
+	if (peer->up && peer->qp && iwarp_list_empty(&peer->pending) &&
+	    !iwarp_rdm_post(peer, tx))
+		return;
 	iwarp_list_add_tail(&peer->pending, &tx->link);
 	tx->listed = true;
 	if (peer->up)
