@@ -232,7 +232,6 @@ struct iw_qp {
 	size_t tx_left;
 	uint8_t tx_hdr[MPA_FPDU_HDR + DDP_UNTAGGED_HDR + RDMAP_AREQ_LEN];
 	uint8_t tx_trl[3 + MPA_CRC_LEN];
-	uint8_t tx_flat[IW_TX_FLAT_MAX];	/* a small FPDU, gathered */
 	uint8_t *tx_bounce;	/* markers: the whole FPDU, marked */
 	uint8_t *tx_ulpdu;	/* markers: the ULPDU gathered first */
 	uint64_t tx_mpos;
@@ -298,6 +297,8 @@ struct iw_qp {
 	const uint8_t *term_raw;
 	size_t term_raw_len;
 	uint8_t term_copy[RDMAP_TERM_MAX];
+	/* last: 2 KiB that would part the hot transmit fields above */
+	uint8_t tx_flat[IW_TX_FLAT_MAX];	/* a small FPDU, gathered */
 };
 
 /*

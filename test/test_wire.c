@@ -297,6 +297,13 @@ static void test_fpdu_golden(void)
 				   iw_get16(g->bytes), true, false, NULL);
 		tap_ok(n == (ssize_t)g->len && !memcmp(buf, g->bytes, g->len),
 		       "fpdu build %s reproduces the golden octets", e->name);
+		/* the same FPDU closed in place: pad and CRC appended */
+		memset(buf, 0xa5, sizeof(buf));
+		memcpy(buf, g->bytes, MPA_FPDU_HDR + iw_get16(g->bytes));
+		n = (ssize_t)mpa_fpdu_close(buf, MPA_FPDU_HDR +
+						 iw_get16(g->bytes), true);
+		tap_ok(n == (ssize_t)g->len && !memcmp(buf, g->bytes, g->len),
+		       "fpdu close %s reproduces the golden octets", e->name);
 	}
 	free(r);
 }

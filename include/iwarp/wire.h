@@ -218,17 +218,17 @@ static inline size_t mpa_fpdu_len(size_t ulpdu_len)
 /* Largest ULPDU so that an FPDU fits an EMSS-sized TCP segment. */
 uint32_t mpa_mulpdu(uint32_t emss, bool markers);
 
-/* The same for an FPDU built in one buffer: fpdu holds the length field
- * and the ULPDU (len octets); pad and CRC are written after them.
- * Returns the whole FPDU's length. */
-size_t mpa_fpdu_close(uint8_t *fpdu, size_t len, bool crc);
-
 /* Writes the trailer (pad zeros + CRC, little-endian octet order as on the
  * wire, zero when !crc) of one marker-free FPDU. The CRC covers hdr[0..1]
  * and the ULPDU given as iov. Returns the trailer octets (pad + 4). */
 struct iovec;
 size_t mpa_fpdu_trailer(uint8_t *out, const uint8_t hdr[MPA_FPDU_HDR],
 			const struct iovec *iov, int iovcnt, bool crc);
+
+/* The same for an FPDU built in one buffer: its first len octets hold
+ * the length field and the ULPDU; pad and CRC are written after them.
+ * Returns the whole FPDU's length. */
+size_t mpa_fpdu_close(uint8_t *fpdu, size_t len, bool crc);
 
 /*
  * Markers (RFC 5044 §5). Stream positions count octets of the TCP stream
