@@ -300,7 +300,7 @@ static double finish_size(size_t n, double c0)
 
 static void lat_size(size_t n)
 {
-	long it = bench_iters(n, 100, 20000, budget_ms * 1000), i;
+	long it = bench_iters(n, 100, 60000, budget_ms * 1000), i;
 	long warm = it / 10 + 1;
 	double t0 = 0, c0 = 0, t, cpu;
 

@@ -132,7 +132,7 @@ static void verify(int fd, int server, unsigned char *buf, size_t n)
 
 static void lat_size(int fd, int server, size_t n, unsigned char *buf)
 {
-	long it = bench_iters(n, 100, 20000, budget_ms * 1000), i;
+	long it = bench_iters(n, 100, 60000, budget_ms * 1000), i;
 	long warm = it / 10 + 1;
 	double t0 = 0, c0 = 0, peer = 0, cpu;
 

@@ -122,7 +122,7 @@ int main(int argc, char **argv)
 	for (s = 0; s < nsizes; s++) {
 		size_t n = sizes[s];
 		int is_lat = !strcmp(mode, "lat");
-		long it = is_lat ? bench_iters(n, 50, 10000, 200000) :
+		long it = is_lat ? bench_iters(n, 50, 40000, 200000) :
 				   bench_iters(n * BENCH_WINDOW, 3, 500, 300000);
 		double c0 = bench_cpu(), v, cpu, msgs;
 
