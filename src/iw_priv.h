@@ -357,7 +357,13 @@ static inline bool iw_tx_idle(const struct iw_qp *qp)
 	       !qp->tx_irq_busy && !qp->irq_count && qp->sq_tx == qp->sq_tail;
 }
 
-int iw_tx_pump(struct iw_qp *qp);
+int iw_tx_pump_busy(struct iw_qp *qp);
+
+/* Writes what is ready to go. */
+static inline int iw_tx_pump(struct iw_qp *qp)
+{
+	return iw_tx_idle(qp) ? 0 : iw_tx_pump_busy(qp);
+}
 bool iw_tx_pending(const struct iw_qp *qp);
 int iw_tx_ctrl(struct iw_qp *qp, const uint8_t *p, size_t len);
 void iw_tx_terminate(struct iw_qp *qp, const struct iw_err *err,

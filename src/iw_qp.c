@@ -702,15 +702,10 @@ int iw_qp_progress(struct iw_qp *qp)
 {
 	if (qp->cm == CM_IDLE)
 		return 0;
-	if (qp->cm == CM_RTS && !qp->deadline && iw_tx_idle(qp)) {
-		/* busy polling: nothing timed, nothing to send first */
-		iw_rx_pump(qp);
-		if (qp->cm != CM_ERROR && qp->cm != CM_CLOSED &&
-		    !iw_tx_idle(qp))
-			iw_tx_pump(qp);
-		iw_qp_closing_progress(qp);
-	} else if (qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {
-		iw_cm_progress(qp);
+	if (qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {
+		/* its steps are those of connection setup: none in RTS */
+		if (qp->cm != CM_RTS)
+			iw_cm_progress(qp);
 		if (qp->cm == CM_TCP_CONNECT || qp->cm == CM_WAIT_REP) {
 			if (qp->fd >= 0)
 				iw_tx_pump(qp);

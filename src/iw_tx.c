@@ -371,9 +371,17 @@ static const uint8_t iw_send_opcode[] = {
 	[IW_WR_SEND_SE_INV] = RDMAP_SEND_SE_INV,
 };
 
+/* The Invalidate STag a Send carries: 0 unless it invalidates. */
+static uint32_t iw_wr_inv_stag(const struct iw_swqe *w)
+{
+	return w->op == IW_WR_SEND_INV || w->op == IW_WR_SEND_SE_INV ?
+		       w->inv_stag : 0;
+}
+
 /*
- * A whole Send that fits IW_TX_FLAT_MAX is framed straight into tx_flat:
- * header, payload and trailer in one buffer, one iovec, one copy.
+ * A whole Send in one FPDU that fits IW_TX_FLAT_MAX is framed straight
+ * into tx_flat: header, payload and trailer in one buffer, one iovec,
+ * one copy.
  */
 static bool iw_tx_flat_send(struct iw_qp *qp, const struct iw_swqe *w)
 {
@@ -381,17 +389,15 @@ static bool iw_tx_flat_send(struct iw_qp *qp, const struct iw_swqe *w)
 		.last = true, .ddp_ver = DDP_VERSION,
 		.rdmap_ver = RDMAP_VERSION, .opcode = iw_send_opcode[w->op],
 		.qn = DDP_QN_SEND, .msn = qp->sq_msn,
-		.inv_stag = w->op == IW_WR_SEND_INV ||
-			    w->op == IW_WR_SEND_SE_INV ? w->inv_stag : 0,
+		.inv_stag = iw_wr_inv_stag(w),
 	};
 	uint8_t *p = qp->tx_flat;
 	size_t off;
 	ssize_t hlen;
 	int i;
 
-	if (qp->markers_tx || w->sent ||
-	    mpa_fpdu_len(DDP_UNTAGGED_HDR + (size_t)w->len) > IW_TX_FLAT_MAX ||
-	    w->len > iw_seg_room(qp, false))
+	if (qp->markers_tx ||
+	    mpa_fpdu_len(DDP_UNTAGGED_HDR + (size_t)w->len) > IW_TX_FLAT_MAX)
 		return false;
 	hlen = ddp_hdr_build(p + MPA_FPDU_HDR, IW_TX_FLAT_MAX - MPA_FPDU_HDR,
 			     &h);
@@ -434,7 +440,8 @@ static void iw_tx_build_sq(struct iw_qp *qp)
 		iw_tx_areq(qp, (int32_t)(seq & (qp->sq_size - 1)), w);
 		return;
 	}
-	if (!tagged && iw_tx_flat_send(qp, w)) {
+	/* a whole message in one FPDU */
+	if (!tagged && !w->sent && left <= n && iw_tx_flat_send(qp, w)) {
 		qp->tx_sq_busy = true;
 		qp->tx_msg_end = true;
 		w->sent = w->len;
@@ -451,9 +458,7 @@ static void iw_tx_build_sq(struct iw_qp *qp)
 	else
 		iw_tx_untagged(qp, iw_send_opcode[w->op], DDP_QN_SEND,
 			       qp->sq_msn, w->sent, qp->tx_msg_end,
-			       w->op == IW_WR_SEND_INV ||
-			       w->op == IW_WR_SEND_SE_INV ? w->inv_stag : 0,
-			       NULL, 0, npay);
+			       iw_wr_inv_stag(w), NULL, 0, npay);
 	w->sent += n;
 }
 
@@ -728,13 +733,9 @@ static int iw_tx_pump_once(struct iw_qp *qp)
 	return 0;
 }
 
-int iw_tx_pump(struct iw_qp *qp)
+int iw_tx_pump_busy(struct iw_qp *qp)
 {
-	int ret;
-
-	if (iw_tx_idle(qp))
-		return 0;
-	ret = iw_tx_pump_once(qp);
+	int ret = iw_tx_pump_once(qp);
 
 	iw_tx_uncork(qp);
 	return ret;
