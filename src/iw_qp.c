@@ -334,8 +334,8 @@ void iw_qp_remote_fatal(struct iw_qp *qp, const struct rdmap_term *t,
 		char hex[3 * RDMAP_TERM_MAX + 1] = "";
 		size_t i, n = 0;
 
-		/* raw, because peers disagree on the layout: Linux siw swaps
-		 * the layer/etype nibbles and moves M/D/R (WIRE.md §5) */
+		/* raw, because peers disagree on the layout: Linux siw 6.1
+		 * swaps the layer/etype nibbles and moves M/D/R */
 		for (i = 0; i < len; i++)
 			n += (size_t)snprintf(hex + n, sizeof(hex) - n,
 					      " %02x", raw[i]);

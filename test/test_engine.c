@@ -1496,7 +1496,8 @@ static void test_ord_limit(void)
 /*
  * The other half: with 0x3FFF ("no negotiation", RFC 6581 §9.1) the
  * initiator keeps an unlimited ORD, so it may overrun the responder's
- * IRD of 2, which must then terminate (WIRE.md §4: RDMAP 0/2/7).
+ * IRD of 2, which must then terminate (RDMAP, remote operation,
+ * catastrophic: layer 0, type 2, code 7).
  */
 static void test_ird_exceeded(void)
 {

@@ -7,7 +7,7 @@
  * success; afterwards the endpoint still serves an honest peer.
  *
  * The RDM wire image is written here from the description in the man
- * page, not from the provider's code.
+ * page (RDM WIRE FORMAT), not from the provider's code.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -608,7 +608,7 @@ static void test_crc_wire_order(void)
 
 	tap_ok(iw_crc32c("123456789", 9) == 0xE3069283,
 	       "CRC32c check value 123456789 -> 0xE3069283");
-	/* siw's zero-length Write RTR ends in eb d3 4c 5f (WIRE.md §5) */
+	/* Linux siw's zero-length Write RTR ends in eb d3 4c 5f */
 	tap_ok(g->len == 20 && g->bytes[16] == 0xeb && g->bytes[17] == 0xd3 &&
 	       g->bytes[18] == 0x4c && g->bytes[19] == 0x5f &&
 	       iw_crc32c(g->bytes, 16) == 0x5f4cd3eb,
@@ -616,9 +616,9 @@ static void test_crc_wire_order(void)
 }
 
 /*
- * Terminates as Linux siw 6.1 sends them on x86 (WIRE.md §5: nibbles
- * swapped, M/D/R in the low bits of octet 2), captured from the guest of
- * ../shared/tools/siw-peer, next to the RFC 5040 layout of the same.
+ * Terminates as Linux siw 6.1 sends them on x86 (nibbles swapped, M/D/R
+ * in the low bits of octet 2), captured from a siw guest (test/siw),
+ * next to the RFC 5040 layout of the same.
  */
 static void test_term_siw(void)
 {

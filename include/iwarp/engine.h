@@ -209,7 +209,7 @@ struct iw_conn_param {
 	uint32_t timeout_ms;	/* per setup phase; 0 = 10000 */
 	/* initiator: hold the first FPDU (the RTR, or without one the first
 	 * message) this long after the Reply: Linux siw misses FPDUs that
-	 * arrive before it watches the socket (WIRE.md §5) */
+	 * arrive before it watches the socket */
 	uint16_t rtr_delay_ms;
 	/* initiator: connect from this address (e.g. a port given up by a
 	 * passive endpoint); NULL lets the kernel choose */

@@ -483,7 +483,9 @@ enum iwarp_ep_state {
 	IWARP_EP_SHUTDOWN,
 };
 
-#define IWARP_CM_DATA_MAX 252	/* interop ceiling, see WIRE.md */
+/* hardware iWARP (Chelsio iw_cxgb4) rejects more than 256 octets of MPA
+ * private data, RFC 6581's 4 enhanced octets included */
+#define IWARP_CM_DATA_MAX 252
 #define IWARP_INJECT_MAX 256
 #define IWARP_IOV_MAX 8
 #define IWARP_QUEUE_SIZE 256

@@ -4,8 +4,8 @@
 
 The CRC trailers are filled in by the bitwise CRC32c below, written from
 the RFC 5044 §4.3 definition and independent of src/crc32c.c. Running this
-file regenerates golden.h; test/wire/tshark-golden checks the same bytes
-with Wireshark's dissector.
+file regenerates golden.h; test/run sends the same bytes through
+test/wire_replay and checks them with Wireshark's dissector.
 """
 import sys
 
