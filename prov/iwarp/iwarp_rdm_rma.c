@@ -309,8 +309,8 @@ size_t iwarp_rdm_atomic_payload_max(void)
  */
 #define IWARP_AT_CALC_COMMON(T, U)					\
 	switch (op) {							\
-	case FI_MIN: *n = o < a ? o : a; return true;			\
-	case FI_MAX: *n = o > a ? o : a; return true;			\
+	case FI_MIN: *n = a < o ? a : o; return true;			\
+	case FI_MAX: *n = a > o ? a : o; return true;			\
 	case FI_SUM: *n = (T)((U)o + (U)a); return true;		\
 	case FI_PROD: *n = (T)((U)o * (U)a); return true;		\
 	case FI_LOR: *n = (T)(o || a); return true;			\
