@@ -116,9 +116,13 @@ static int iwarp_params_read(void)
 		iwarp_params.crc = allow;
 	if (!fi_param_get_bool(&iwarp_prov, "rfc7306", &allow))
 		iwarp_params.rfc7306 = allow;
-	if (!fi_param_get_int(&iwarp_prov, "mpa_rev", &val) &&
-	    (val == 1 || val == 2))
-		iwarp_params.mpa_rev = val;
+	if (!fi_param_get_int(&iwarp_prov, "mpa_rev", &val)) {
+		if (val == 1 || val == 2)
+			iwarp_params.mpa_rev = val;
+		else
+			FI_WARN(&iwarp_prov, FI_LOG_CORE,
+				"FI_IWARP_MPA_REV=%d ignored (1 or 2)\n", val);
+	}
 	if (!fi_param_get_str(&iwarp_prov, "rtr", &rtr) && rtr && *rtr) {
 		val = iwarp_params_rtr(rtr);
 		if (val > 0)
@@ -127,9 +131,14 @@ static int iwarp_params_read(void)
 			FI_WARN(&iwarp_prov, FI_LOG_CORE,
 				"FI_IWARP_RTR=%s ignored\n", rtr);
 	}
-	if (!fi_param_get_int(&iwarp_prov, "rtr_delay_ms", &val) &&
-	    val >= 0 && val <= 60000)
-		iwarp_params.rtr_delay_ms = val;
+	if (!fi_param_get_int(&iwarp_prov, "rtr_delay_ms", &val)) {
+		if (val >= 0 && val <= 60000)
+			iwarp_params.rtr_delay_ms = val;
+		else
+			FI_WARN(&iwarp_prov, FI_LOG_CORE,
+				"FI_IWARP_RTR_DELAY_MS=%d ignored (0..60000)\n",
+				val);
+	}
 	return 0;
 }
 
