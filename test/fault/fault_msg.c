@@ -26,7 +26,8 @@
  *               -FI_EAGAIN, which the sender counts and retries
  *   -C N        connection mode: N connections, one message each way on
  *               each, memory per connection reported
- *   -L N        RLIMIT_NOFILE soft limit (exhaustion); without it the
+ *   -L N        RLIMIT_NOFILE soft limit (exhaustion; the run fails if
+ *               it cannot be set); without it the
  *               limit is raised to the hard one
  *   -A          connection mode: the peer may run out of descriptors, so
  *               failed connects are expected (they must fail cleanly)
@@ -92,7 +93,14 @@ static struct {
 	struct op_track tr;
 	uint64_t tx_seq, peer_acked, rx_seq, ack_sent, eagain;
 	uint64_t bytes_ok, bad, max_gap, t_err, cq_errs;
-	uint64_t max_call;	/* longest single provider call, ms */
+	/* longest single provider call, ms: without the time the thread
+	 * waited for a CPU (fault_own_ns), and in wall-clock time */
+	uint64_t max_call, max_call_wall;
+	bool call_exact;	/* the run-queue delay was known */
+	/* the first error completion and the first EQ error entry:
+	 * err, and prov_errno (the iWARP error triple, see
+	 * IWARP_PROV_ERRNO), so run-fault can tell which check fired */
+	int cq_err0, cq_prov0, eq_err0, eq_prov0;
 	bool shutdown_seen, eq_err_seen;
 	bool closing;		/* our own orderly fi_shutdown is under way */
 	char why[200];
@@ -169,6 +177,14 @@ static int eq_poll(struct fi_eq_cm_entry *e, struct fi_eq_err_entry *err)
 	if (n == -FI_EAVAIL) {
 		memset(err, 0, sizeof(*err));
 		fi_eq_readerr(s.eq, err, 0);
+		if (!s.eq_err0) {
+			s.eq_err0 = err->err ? err->err : FI_EOTHER;
+			s.eq_prov0 = err->prov_errno;
+			fault_log("first EQ error entry: %s, prov_errno %#x (%s)",
+				  fi_strerror(s.eq_err0), err->prov_errno,
+				  fi_eq_strerror(s.eq, err->prov_errno,
+						 err->err_data, NULL, 0));
+		}
 		return -(int)(err->err ? err->err : FI_EOTHER);
 	}
 	return n < 0 ? 0 : (int)ev;
@@ -186,10 +202,10 @@ static int eq_wait_for(uint32_t want, struct fid *fid, int ms,
 
 		if (ev < 0)
 			return ev;
-		if (ev == (int)want && (!fid || e->fid == fid))
-			return 0;
 		if (ev == FI_SHUTDOWN)
 			s.shutdown_seen = true;
+		if (ev == (int)want && (!fid || e->fid == fid))
+			return 0;
 		if (ev)
 			continue;
 		fi_cq_read(s.cq, NULL, 0);	/* progress */
@@ -364,7 +380,9 @@ static void repost(struct slot *sl)
 {
 	ssize_t r;
 
-	if (s.t_err)
+	/* not after an error, nor after a failed check: the endpoint may
+	 * be closed already (the completions read after fi_close) */
+	if (s.t_err || s.why[0] || !s.ep)
 		return;
 	r = fi_recv(s.ep, sl->buf, sizeof(struct hdr) + o.max, NULL, 0, sl);
 	if (r) {
@@ -395,20 +413,41 @@ static void on_completion(void *ctx, size_t len, bool error)
 	repost(sl);
 }
 
-static void call_took(uint64_t t0)
-{
-	uint64_t d = fault_now_ms() - t0;
+/* A provider call: call_start before, call_took after; a call may take
+ * allowed_ms (a blocking wait) without counting. */
+struct call_t0 {
+	uint64_t wall, own;
+};
 
+static struct call_t0 call_start(void)
+{
+	struct call_t0 t;
+
+	t.own = fault_own_ns(&t.wall, &s.call_exact);
+	return t;
+}
+
+static void call_took(struct call_t0 t0, uint64_t allowed_ms)
+{
+	uint64_t wall, own = fault_own_ns(&wall, NULL);
+	/* no wrap-around, whatever the two readings */
+	uint64_t d = own > t0.own ? (own - t0.own) / 1000000 : 0;
+	uint64_t dw = (wall - t0.wall) / 1000000;
+
+	d = d > allowed_ms ? d - allowed_ms : 0;
+	dw = dw > allowed_ms ? dw - allowed_ms : 0;
 	if (d > s.max_call)
 		s.max_call = d;
+	if (dw > s.max_call_wall)
+		s.max_call_wall = dw;
 }
 
 static ssize_t timed_cq_read(struct fi_cq_msg_entry *e, size_t n)
 {
-	uint64_t t0 = fault_now_ms();
+	struct call_t0 t0 = call_start();
 	ssize_t r = fi_cq_read(s.cq, e, n);
 
-	call_took(t0);
+	call_took(t0, 0);
 	return r;
 }
 
@@ -446,8 +485,15 @@ static bool progress(void)
 		if (fi_cq_readerr(s.cq, &err, 0) != 1)
 			break;
 		any = true;
-		if (!s.cq_errs++)
+		if (!s.cq_errs++) {
 			cq_err = err.err;
+			s.cq_err0 = err.err ? err.err : FI_EOTHER;
+			s.cq_prov0 = err.prov_errno;
+			fault_log("first error completion: %s, prov_errno %#x "
+				  "(%s)", fi_strerror(s.cq_err0), err.prov_errno,
+				  fi_cq_strerror(s.cq, err.prov_errno,
+						 err.err_data, NULL, 0));
+		}
 		on_completion(err.op_context, 0, true);
 		while ((n = fi_cq_read(s.cq, e, 16)) > 0)
 			for (i = 0; i < n; i++)
@@ -469,7 +515,8 @@ static bool send_one(uint32_t type)
 	struct slot *sl = tx_free_slot();
 	struct hdr h = { .magic = HDR_MAGIC, .type = type,
 			 .acked = s.rx_seq };
-	uint64_t stream = o.server ? 1 : 0, t0;
+	uint64_t stream = o.server ? 1 : 0;
+	struct call_t0 t0;
 	ssize_t r;
 
 	if (!sl)
@@ -480,9 +527,9 @@ static bool send_one(uint32_t type)
 		pat_fill(sl->buf + sizeof(h), h.len, o.seed, stream, h.seq);
 	}
 	memcpy(sl->buf, &h, sizeof(h));
-	t0 = fault_now_ms();
+	t0 = call_start();
 	r = fi_send(s.ep, sl->buf, sizeof(h) + h.len, NULL, 0, sl);
-	call_took(t0);
+	call_took(t0, 0);
 	if (r == -FI_EAGAIN) {
 		s.eagain++;
 		return false;
@@ -561,11 +608,10 @@ static void stream(void)
 			return;
 		if (!progress()) {
 			/* a short blocking wait; it drives progress too */
-			uint64_t t0 = fault_now_ms();
+			struct call_t0 t0 = call_start();
 			ssize_t n = fi_cq_sread(s.cq, &e, 1, NULL, 5);
 
-			if (fault_now_ms() - t0 > 5)
-				call_took(t0 + 5);
+			call_took(t0, 5);
 
 			if (n == 1)
 				on_completion(e.op_context, e.len, false);
@@ -621,9 +667,11 @@ static int run_stream(void)
 	} else if (!s.why[0]) {
 		s.closing = true;
 		fi_shutdown(s.ep, 0);
+		/* each side hears of the close, the one that called
+		 * fi_shutdown too (the provider's rule, iwarp_ep.c) */
 		if (!s.shutdown_seen &&
 		    eq_wait_for(FI_SHUTDOWN, &s.ep->fid, 3000, &cm))
-			fault_log("no FI_SHUTDOWN after fi_shutdown");
+			fail("no FI_SHUTDOWN within 3 s of fi_shutdown");
 	}
 	ret = fi_close(&s.ep->fid);
 	s.ep = NULL;
@@ -632,14 +680,18 @@ static int run_stream(void)
 	progress();	/* what the close flushed */
 	left_closed = track_outstanding(&s.tr);
 	printf("RESULT-DATA msgs_tx=%llu msgs_rx=%llu bytes_verified=%llu "
-	       "eagain=%llu max_gap_ms=%llu max_call_ms=%llu secs=%.2f posted=%llu "
+	       "eagain=%llu max_gap_ms=%llu max_call_ms=%llu "
+	       "max_call_wall_ms=%llu call_clock=%s secs=%.2f posted=%llu "
 	       "completed=%llu errors=%llu doubles=%llu strays=%llu "
 	       "open_after_drain=%llu open_after_close=%llu "
-	       "shutdown=%d eq_error=%d cq_errors=%llu t_err=%llu\n",
+	       "shutdown=%d eq_error=%d cq_errors=%llu t_err=%llu "
+	       "cq_err=%d cq_prov=%d eq_err=%d eq_prov=%d\n",
 	       (unsigned long long)s.tx_seq, (unsigned long long)s.rx_seq,
 	       (unsigned long long)s.bytes_ok, (unsigned long long)s.eagain,
 	       (unsigned long long)s.max_gap,
 	       (unsigned long long)s.max_call,
+	       (unsigned long long)s.max_call_wall,
+	       s.call_exact ? "schedstat" : "wall",
 	       (double)(fault_now_ms() - t0) / 1000,
 	       (unsigned long long)s.tr.posted,
 	       (unsigned long long)s.tr.done,
@@ -649,7 +701,8 @@ static int run_stream(void)
 	       (unsigned long long)left_open,
 	       (unsigned long long)left_closed, s.shutdown_seen,
 	       s.eq_err_seen, (unsigned long long)s.cq_errs,
-	       (unsigned long long)s.t_err);
+	       (unsigned long long)s.t_err, s.cq_err0, s.cq_prov0, s.eq_err0,
+	       s.eq_prov0);
 	if (s.tr.doubles || s.tr.strays)
 		fail("%llu double and %llu stray completions",
 		     (unsigned long long)s.tr.doubles,
@@ -1118,8 +1171,11 @@ int main(int argc, char **argv)
 	lim = fault_nofile(o.nofile);
 	if (o.conns)
 		fault_log("RLIMIT_NOFILE %ld", lim);
-	ret = open_common();
-	if (ret) {
+	/* an exhaustion test whose limit did not take tests nothing */
+	if (o.nofile > 0 && lim != o.nofile) {
+		fail("RLIMIT_NOFILE is %ld, not the %ld asked for", lim,
+		     o.nofile);
+	} else if ((ret = open_common())) {
 		fail("open: %s", fi_strerror(-ret));
 	} else if (o.conns) {
 		conn_mode();

@@ -24,6 +24,13 @@
 #define FAULT_API FI_VERSION(1, 17)
 
 uint64_t fault_now_ms(void);
+/* CLOCK_MONOTONIC in ns into *wall (if not NULL); returns the same less
+ * the time this thread has waited for a CPU (its run-queue delay, from
+ * /proc/thread-self/schedstat), so the difference of two readings is how
+ * long a call took without the time a loaded machine kept the thread
+ * from running: what the call itself spent, computing or blocked. The
+ * plain monotonic time if schedstat cannot be read (*exact false). */
+uint64_t fault_own_ns(uint64_t *wall, bool *exact);
 void fault_sleep_ms(int ms);
 /* Prints "prefix: fmt" to stderr with the monotonic time in ms. */
 void fault_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -82,6 +82,14 @@ int main(int argc, char **argv)
 	}
 	MPI_Allreduce(&checked, &total, 1, MPI_LONG_LONG, MPI_SUM,
 		      MPI_COMM_WORLD);
+	/* every rank checked len octets in each iteration */
+	if (total != (long long)size * iters * (long long)len) {
+		if (!rank)
+			fprintf(stderr, "mpi_victim: %lld octets checked, "
+				"expected %lld\n", total,
+				(long long)size * iters * (long long)len);
+		MPI_Abort(MPI_COMM_WORLD, 5);
+	}
 	if (!rank)
 		printf("mpi_victim: ok, %lld octets verified\n", total);
 	free(sb);
