@@ -215,7 +215,10 @@ struct iwarp_rdm_rx {
 	bool cq;
 	bool multi;			/* FI_MULTI_RECV buffer, still posted */
 	size_t used;			/* multi: octets handed out */
-	bool last;			/* a piece that retired its buffer */
+	size_t pieces;			/* multi: pieces not completed yet */
+	bool retired;			/* multi: unlinked, freed by the
+					 * completion of its last piece */
+	struct iwarp_rdm_rx *parent;	/* a piece: its multi buffer */
 	bool owes;			/* its credit goes back when done */
 	/* the message it matched */
 	struct iwarp_rdm_hdr hdr;

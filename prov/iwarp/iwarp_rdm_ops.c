@@ -76,10 +76,17 @@ void iwarp_rdm_rx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
 	if (rx->hdr.flags & IWARP_RDM_F_DATA)
 		flags |= FI_REMOTE_CQ_DATA;
 	/* a multi-receive piece: where it landed; FI_MULTI_RECV when the
-	 * buffer went back to the application (fi_msg(3)) */
+	 * buffer goes back to the application (fi_msg(3)): it is retired
+	 * and no other piece still lands in it (a rendezvous piece's Read
+	 * may end after later eager pieces) */
 	if (rx->flags & FI_MULTI_RECV) {
+		struct iwarp_rdm_rx *mrx = rx->parent;
+
 		flags &= ~FI_MULTI_RECV;
-		flags |= rx->last ? FI_MULTI_RECV : 0;
+		if (mrx && !--mrx->pieces && mrx->retired) {
+			flags |= FI_MULTI_RECV;
+			iwarp_stash_put(&ep->rx_stash, mrx);
+		}
 		buf = rx->count ? rx->iov[0].iov_base : NULL;
 	}
 	if (!err && msglen > rx->len)
@@ -110,8 +117,8 @@ static bool iwarp_rdm_matches(const struct iwarp_rdm_rx *rx,
 
 /*
  * A piece of a multi-receive buffer for one message of `len` octets: the
- * buffer stays posted until less than min_multi_recv is left; the piece
- * that retires it completes with FI_MULTI_RECV.
+ * buffer stays posted until less than min_multi_recv is left; the last
+ * of its pieces to complete after that carries FI_MULTI_RECV.
  */
 static struct iwarp_rdm_rx *iwarp_rdm_multi_piece(struct iwarp_rdm_ep *ep,
 						  struct iwarp_rdm_rx *mrx,
@@ -130,12 +137,13 @@ static struct iwarp_rdm_rx *iwarp_rdm_multi_piece(struct iwarp_rdm_ep *ep,
 	rx->iov[0].iov_base = (uint8_t *)mrx->iov[0].iov_base + mrx->used;
 	rx->iov[0].iov_len = len < left ? len : left;
 	rx->len = rx->iov[0].iov_len;
+	rx->parent = mrx;
+	mrx->pieces++;
 	mrx->used += rx->len;
 	if (mrx->len - mrx->used < ep->min_multi_recv ||
 	    mrx->used == mrx->len) {
-		rx->last = true;
 		iwarp_list_del(&mrx->link);
-		free(mrx);
+		mrx->retired = true;
 	}
 	return rx;
 }
@@ -372,7 +380,9 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 		iwarp_progress(ep->fab);
 		iwarp_rdm_peek(ep, rx, flags);
 	} else if (rx->multi) {
-		/* takes every waiting message it can hold, then stays */
+		/* posted at once (a piece that retires it unlinks it), then
+		 * takes every waiting message it can hold */
+		iwarp_list_add_tail(&ep->posted_msg, &rx->link);
 		while ((ux = iwarp_rdm_match_unexp(ep, rx, NULL))) {
 			bool gone = false;
 			struct iwarp_rdm_rx *piece;
@@ -380,15 +390,12 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 			piece = iwarp_rdm_multi_piece(ep, rx, ux->hdr.len);
 			if (!piece)
 				break;
-			gone = piece->last;
+			/* once retired, the piece's completion may free rx */
+			gone = rx->retired;
 			iwarp_rdm_take_unexp(ep, ux, piece, false);
-			if (gone) {
-				rx = NULL;
+			if (gone)
 				break;
-			}
 		}
-		if (rx)
-			iwarp_list_add_tail(&ep->posted_msg, &rx->link);
 	} else if ((ux = iwarp_rdm_match_unexp(ep, rx, (flags & FI_CLAIM) ?
 						       context : NULL))) {
 		iwarp_rdm_take_unexp(ep, ux, rx, flags & FI_DISCARD);
@@ -728,7 +735,10 @@ static ssize_t iwarp_rdm_cancel(fid_t fid, void *context)
 			iwarp_cq_write_err(ep->rx_cq, context, rx->flags, 0,
 					   NULL, 0, rx->tag, FI_ECANCELED, 0,
 					   NULL, 0, 0);
-			free(rx);
+			if (rx->pieces)	/* the last piece frees it */
+				rx->retired = true;
+			else
+				free(rx);
 			iwarp_unlock(ep->fab);
 			return 0;
 		}
