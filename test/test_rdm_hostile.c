@@ -59,7 +59,7 @@ struct bad {
 	struct iw_dev *dev;
 	struct iw_pd *pd;
 	struct iw_qp *qp;
-	bool up, down, term_rx;
+	bool up, down, term_rx, rejected;
 	struct iw_err err;
 	bool remote;
 	uint8_t rbuf[4][128];
@@ -74,6 +74,7 @@ static void bad_cm(void *arg, struct iw_qp *qp, const struct iw_cm_event *ev)
 		b->up = true;
 		return;
 	}
+	b->rejected = ev->type == IW_CM_REJECTED;
 	if (ev->type == IW_CM_ERROR) {
 		b->err = ev->err;
 		b->remote = ev->remote;
@@ -108,6 +109,10 @@ static void drive(struct bad *b, double secs, bool (*done)(struct bad *))
 static bool is_up(struct bad *b) { return b->up || b->down; }
 static bool is_down(struct bad *b) { return b->down; }
 
+/* what bad_open claims as its listening IP, and connects from (0: the
+ * default, 127.0.0.1, and whatever the kernel picks) */
+static struct in_addr claim_ip, from_ip;
+
 static int bad_open(struct bad *b, uint64_t instance)
 {
 	struct iw_qp_attr attr = { .ops = &bad_ops, .arg = b };
@@ -117,8 +122,10 @@ static int bad_open(struct bad *b, uint64_t instance)
 	int i;
 
 	memset(b, 0, sizeof(*b));
+	struct sockaddr_in from = { .sin_family = AF_INET, .sin_addr = from_ip };
+
 	iw_put16(pd + 6, FAKE_PORT);
-	memcpy(pd + 8, &lo, 4);
+	memcpy(pd + 8, claim_ip.s_addr ? &claim_ip : &lo, 4);
 	iw_put64(pd + 24, instance);
 	if (iw_dev_open(&b->dev) || iw_pd_alloc(b->dev, &b->pd) ||
 	    iw_qp_create(b->pd, &attr, &b->qp))
@@ -131,6 +138,10 @@ static int bad_open(struct bad *b, uint64_t instance)
 	}
 	p.pdata = pd;
 	p.pdata_len = sizeof(pd);
+	if (from_ip.s_addr) {
+		p.src = (struct sockaddr *)&from;
+		p.src_len = sizeof(from);
+	}
 	if (iw_qp_connect(b->qp, (struct sockaddr *)&ep_name,
 			  sizeof(ep_name), &p))
 		return -1;
@@ -417,6 +428,32 @@ out:
 		fi_close(&cq2->fid);
 }
 
+/*
+ * A request speaks for the listening address it claims only when it comes
+ * from that IP: claiming 127.0.0.2 from 127.0.0.1 is refused (so a local
+ * process cannot pose as a peer on another host), the same claim made
+ * from 127.0.0.2 gets in.
+ */
+static void test_identity(void)
+{
+	struct bad b;
+	int ret;
+
+	inet_pton(AF_INET, "127.0.0.2", &claim_ip);
+	ret = bad_open(&b, 401);
+	tap_ok(ret && b.rejected, "identity: a request from 127.0.0.1 "
+	       "claiming 127.0.0.2:%d is refused (%s)", FAKE_PORT,
+	       !ret ? "accepted" : b.rejected ? "MPA reject" : "no reject");
+	bad_close(&b);
+	from_ip = claim_ip;
+	ret = bad_open(&b, 402);
+	tap_ok(!ret, "identity: the same claim from 127.0.0.2 is accepted "
+	       "(%s)", !ret ? "accepted" : b.rejected ? "MPA reject" :
+	       "no connection");
+	bad_close(&b);
+	claim_ip.s_addr = from_ip.s_addr = 0;
+}
+
 int main(void)
 {
 	struct fi_info *hints = fi_allocinfo();
@@ -456,6 +493,7 @@ int main(void)
 	if (!tap_ok(!ret, "the endpoint under attack opens (%d)", ret))
 		return tap_done();
 	test_refused();
+	test_identity();
 	test_beyond_credits();
 	test_lies();
 	test_still_serving();

@@ -7,6 +7,8 @@
  */
 #include "iwarp_rdm.h"
 
+#include <arpa/inet.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,6 +238,7 @@ static void iwarp_rdm_conn_param(struct iw_conn_param *p, const uint8_t *pd)
 void iwarp_rdm_peer_kick(struct iwarp_rdm_peer *peer)
 {
 	uint8_t pd[IWARP_RDM_PD_LEN];
+	union iwarp_sockaddr src;
 	struct iw_conn_param p;
 
 	if (peer->qp || peer->up || peer->ep->closing)
@@ -245,6 +248,15 @@ void iwarp_rdm_peer_kick(struct iwarp_rdm_peer *peer)
 		return;
 	iwarp_rdm_pdata(peer->ep, pd, 0);
 	iwarp_rdm_conn_param(&p, pd);
+	/* from the address our connection data claims, so the peer can
+	 * check the claim against the TCP source (iwarp_rdm_claim_ok) */
+	src = peer->ep->name;
+	if (src.sa.sa_family == AF_INET6)
+		src.sin6.sin6_port = 0;
+	else
+		src.sin.sin_port = 0;
+	p.src = &src.sa;
+	p.src_len = iwarp_sa_len(&src.sa);
 	peer->tries++;
 	peer->qp_initiated = true;
 	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL, "RDM peer :%u: connecting %p "
@@ -984,6 +996,63 @@ static void iwarp_rdm_reject(struct iwarp_rdm_ep *ep,
 	iw_reject(req, pd, sizeof(pd));
 }
 
+/* The IP of a socket address as text, with its port. */
+static void iwarp_rdm_addr_str(const union iwarp_sockaddr *a, char *buf,
+			       size_t len)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (a->sa.sa_family == AF_INET6) {
+		inet_ntop(AF_INET6, &a->sin6.sin6_addr, ip, sizeof(ip));
+		snprintf(buf, len, "[%s]:%u", ip, ntohs(a->sin6.sin6_port));
+	} else {
+		inet_ntop(AF_INET, &a->sin.sin_addr, ip, sizeof(ip));
+		snprintf(buf, len, "%s:%u", ip, ntohs(a->sin.sin_port));
+	}
+}
+
+/* Whether a and b hold the same IP (IPv4 also as ::ffff:a.b.c.d). */
+static bool iwarp_rdm_same_ip(const union iwarp_sockaddr *a,
+			      const union iwarp_sockaddr *b)
+{
+	const struct in6_addr *v6;
+	const struct in_addr *v4;
+
+	if (a->sa.sa_family == b->sa.sa_family)
+		return a->sa.sa_family == AF_INET6 ?
+			       !memcmp(&a->sin6.sin6_addr, &b->sin6.sin6_addr,
+				       sizeof(struct in6_addr)) :
+			       a->sin.sin_addr.s_addr == b->sin.sin_addr.s_addr;
+	v6 = a->sa.sa_family == AF_INET6 ? &a->sin6.sin6_addr :
+					   &b->sin6.sin6_addr;
+	v4 = a->sa.sa_family == AF_INET ? &a->sin.sin_addr : &b->sin.sin_addr;
+	return IN6_IS_ADDR_V4MAPPED(v6) && !memcmp(&v6->s6_addr[12], v4, 4);
+}
+
+/*
+ * A request speaks for the listening address its connection data claims
+ * only when it comes from that address's IP: a process elsewhere cannot
+ * pose as a peer (and take over its connection) by naming it.
+ */
+static bool iwarp_rdm_claim_ok(struct iw_conn_req *req,
+			       const union iwarp_sockaddr *claim)
+{
+	union iwarp_sockaddr from;
+	socklen_t len = sizeof(from);
+	char c[64], f[64];
+
+	memset(&from, 0, sizeof(from));
+	if (!iw_conn_req_getpeer(req, &from.sa, &len) &&
+	    iwarp_rdm_same_ip(claim, &from))
+		return true;
+	iwarp_rdm_addr_str(claim, c, sizeof(c));
+	iwarp_rdm_addr_str(&from, f, sizeof(f));
+	FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL, "RDM connection request from %s "
+		"claims to be %s: refused (the claimed IP must be the TCP "
+		"peer's)\n", f, c);
+	return false;
+}
+
 static void iwarp_rdm_conn_request(void *arg, struct iw_conn_req *req,
 				   const struct iw_cm_event *ev)
 {
@@ -997,6 +1066,10 @@ static void iwarp_rdm_conn_request(void *arg, struct iw_conn_req *req,
 	int cmp;
 
 	if (iwarp_rdm_pd_get(ev->pdata, ev->pdata_len, &them)) {
+		iw_reject(req, NULL, 0);
+		return;
+	}
+	if (!iwarp_rdm_claim_ok(req, &them.addr)) {
 		iw_reject(req, NULL, 0);
 		return;
 	}
