@@ -120,18 +120,9 @@ void rnd_seed(uint64_t seed)
 	rnd_state = seed ? seed : 1;
 }
 
-/* splitmix64: also the pattern generator */
-static uint64_t mix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
 uint64_t rnd(void)
 {
-	rnd_state = mix(rnd_state);
+	rnd_state = pat_mix(rnd_state);
 	return rnd_state;
 }
 
@@ -140,47 +131,6 @@ size_t rnd_below(size_t n)
 	return n ? (size_t)(rnd() % n) : 0;
 }
 
-static uint8_t pat_byte(uint64_t seed, size_t pos)
-{
-	return (uint8_t)(mix(seed ^ (pos / 8) * 0xd1b54a32d192ed03ULL) >>
-			 (8 * (pos % 8)));
-}
-
-void pat_fill(void *buf, size_t len, uint64_t seed, size_t pos)
-{
-	uint8_t *b = buf;
-	size_t i = 0;
-	uint64_t w;
-
-	for (; i < len && (pos + i) % 8; i++)
-		b[i] = pat_byte(seed, pos + i);
-	for (; i + 8 <= len; i += 8) {
-		w = mix(seed ^ ((pos + i) / 8) * 0xd1b54a32d192ed03ULL);
-		memcpy(b + i, &w, 8);	/* little endian, as pat_byte */
-	}
-	for (; i < len; i++)
-		b[i] = pat_byte(seed, pos + i);
-}
-
-size_t pat_diff(const void *buf, size_t len, uint64_t seed, size_t pos)
-{
-	const uint8_t *b = buf;
-	size_t i = 0;
-	uint64_t w;
-
-	for (; i < len && (pos + i) % 8; i++)
-		if (b[i] != pat_byte(seed, pos + i))
-			return i;
-	for (; i + 8 <= len; i += 8) {
-		w = mix(seed ^ ((pos + i) / 8) * 0xd1b54a32d192ed03ULL);
-		if (memcmp(b + i, &w, 8))
-			break;
-	}
-	for (; i < len; i++)
-		if (b[i] != pat_byte(seed, pos + i))
-			return i;
-	return SIZE_MAX;
-}
 
 /* ---- layouts */
 

@@ -24,6 +24,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "pattern.h"
+
 #define MSG_API		FI_VERSION(1, 17)
 #define MSG_PORT_BASE	23920
 #define WAIT_MS		5000	/* the bound of one wait */
@@ -103,10 +105,6 @@ void sleep_ms(int ms);
 void rnd_seed(uint64_t seed);
 uint64_t rnd(void);
 size_t rnd_below(size_t n);	/* 0 .. n - 1, 0 if n == 0 */
-/* The byte at message position pos of pattern seed, for any slice. */
-void pat_fill(void *buf, size_t len, uint64_t seed, size_t pos);
-/* Index of the first byte that differs from the pattern, or SIZE_MAX. */
-size_t pat_diff(const void *buf, size_t len, uint64_t seed, size_t pos);
 
 /*
  * Up to three pieces of one message inside a buffer, with gaps between

@@ -49,6 +49,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "pattern.h"
 #include "tap.h"
 
 #define API		FI_VERSION(1, 17)
@@ -260,39 +261,7 @@ static bool check(bool cond, const char *fmt, ...)
 	return cond;
 }
 
-/* ---- patterns */
-
-static uint8_t pat(uint64_t seed, size_t pos)
-{
-	uint64_t x = (seed + 1) * 0x9e3779b97f4a7c15ull ^
-		     (pos + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull;
-
-	x ^= x >> 31;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 29;
-	return (uint8_t)x;
-}
-
-static void pat_fill(void *buf, size_t len, uint64_t seed, size_t pos)
-{
-	uint8_t *b = buf;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		b[i] = pat(seed, pos + i);
-}
-
-/* First octet that differs from the pattern, or SIZE_MAX. */
-static size_t pat_diff(const void *buf, size_t len, uint64_t seed, size_t pos)
-{
-	const uint8_t *b = buf;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (b[i] != pat(seed, pos + i))
-			return i;
-	return SIZE_MAX;
-}
+/* ---- patterns: pattern.h */
 
 /* Pieces of a message at offsets of a larger buffer (an arena); every
  * octet outside the pieces carries the guard pattern. */
@@ -310,11 +279,11 @@ static size_t arena_diff(const uint8_t *buf, size_t len, uint64_t gseed,
 	int k;
 
 	for (o = 0; o < len; o++) {
-		uint8_t want = pat(gseed, o);
+		uint8_t want = pat_byte(gseed, o);
 
 		for (k = 0; k < nsp; k++)
 			if (o >= sp[k].off && o - sp[k].off < sp[k].len) {
-				want = pat(sp[k].seed, sp[k].pos + o -
+				want = pat_byte(sp[k].seed, sp[k].pos + o -
 						       sp[k].off);
 				break;
 			}
@@ -1265,6 +1234,39 @@ static uint64_t rma_base(const void *buf)
 	       (uint64_t)(uintptr_t)buf : 0;
 }
 
+/*
+ * The server's side of an RMA round: reg[0..len) holds guard pattern
+ * gseed with the Read's source (sp[1]) in place, registered, its key and
+ * address published (stage 2); then the client's notice that its Write
+ * and Read are done. Returns the first octet that is not what gseed and
+ * sp say, or SIZE_MAX; *ran is false (and 0 returned) when the round did
+ * not run or no notice came.
+ */
+static size_t rma_region_serve(uint8_t *reg, size_t len, uint64_t gseed,
+			       const struct span sp[2], bool go,
+			       struct fid_mr **mr, bool *ran)
+{
+	static uint8_t note[8];	/* posted until the endpoint closes */
+	static int nctx;
+	struct ent e;
+	bool ok = false;
+
+	if (go) {
+		pat_fill(reg, len, gseed, 0);
+		pat_fill(reg + sp[1].off, sp[1].len, sp[1].seed, sp[1].pos);
+		ok = !fi_mr_reg(g_dom, reg, len, FI_REMOTE_READ |
+				FI_REMOTE_WRITE, 0, 0, 0, mr, NULL) &&
+		     !POST(fi_recv(g_ep, note, sizeof(note), NULL, 0, &nctx));
+		if (ok) {
+			sh->key = fi_mr_key(*mr);
+			sh->raddr = rma_base(reg);
+		}
+	}
+	stage_set(ok ? 2 : 99);
+	*ran = ok && wait_ctx(&nctx, WAIT_S + 5, &e) && !e.err;
+	return *ran ? arena_diff(reg, len, gseed, sp, 2) : 0;
+}
+
 static void v6_server(void)
 {
 	struct sockaddr_storage pname, name, peer;
@@ -1272,13 +1274,12 @@ static void v6_server(void)
 		{ W_OFF, W_LEN, WSEED, 0 }, { R_OFF, R_LEN, RSEED, 0 },
 	};
 	size_t plen = 0, len = sizeof(name);
-	uint8_t *reg = malloc(REG_LEN), note[8];
+	uint8_t *reg = malloc(REG_LEN);
 	struct fid_mr *mr = NULL;
 	struct msgs m = { 0 };
-	struct ent e;
 	double ms;
 	bool go, ok;
-	int ret, nctx;
+	int ret;
 	size_t d;
 
 	go = reg && msgs_alloc(&m, v6_sizes, 4);
@@ -1323,22 +1324,7 @@ static void v6_server(void)
 	check(m.tx_ok, "our answers complete%s%s", m.tx_ok ? "" : ": ",
 	      m.tx_ok ? "" : m.tx_why);
 	/* the region: guard everywhere, the Read's source pattern */
-	ok = false;
-	if (go) {
-		pat_fill(reg, REG_LEN, GSEED, 0);
-		pat_fill(reg + R_OFF, R_LEN, RSEED, 0);
-		ret = fi_mr_reg(g_dom, reg, REG_LEN, FI_REMOTE_READ |
-				FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL);
-		ok = !ret && !POST(fi_recv(g_ep, note, sizeof(note), NULL, 0,
-					   &nctx));
-		if (ok) {
-			sh->key = fi_mr_key(mr);
-			sh->raddr = rma_base(reg);
-		}
-	}
-	stage_set(ok ? 2 : 99);
-	ok = ok && wait_ctx(&nctx, WAIT_S + 5, &e) && !e.err;
-	d = ok ? arena_diff(reg, REG_LEN, GSEED, sp, 2) : 0;
+	d = rma_region_serve(reg, REG_LEN, GSEED, sp, go, &mr, &ok);
 	if (!ok)
 		snprintf(g_err, sizeof(g_err), ": not run, or no notice");
 	else if (d != SIZE_MAX)
@@ -1519,12 +1505,12 @@ static void sg_server(void)
 			       &ralen, 0);
 	uint8_t *sa = sg_arena(sg_s2c_send, NIOV(sg_s2c_send), soff, siov,
 			       &salen, SG_MSEED(2));
-	uint8_t *reg = malloc(SG_REG), note[8];
+	uint8_t *reg = malloc(SG_REG);
 	struct fid_mr *mr = NULL;
 	struct ent e;
 	double ms;
 	bool go, ok;
-	int rctx, sctx, nctx, ret;
+	int rctx, sctx;
 
 	go = ra && sa && reg && !srv_listen(false, &name, &len);
 	check(go, "listening%s%s", go ? "" : ": ", go ? "" : g_err);
@@ -1546,22 +1532,7 @@ static void sg_server(void)
 	     wait_ctx(&sctx, WAIT_S, &e) && !e.err;
 	check(ok, "fi_sendv of 65537+2+999 octets completes");
 	/* the region for the client's writev and readv */
-	ok = false;
-	if (go) {
-		pat_fill(reg, SG_REG, SG_GSEED, 0);
-		pat_fill(reg + SG_ROFF, SG_RLEN, SG_MSEED(4), 0);
-		ret = fi_mr_reg(g_dom, reg, SG_REG, FI_REMOTE_READ |
-				FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL);
-		ok = !ret && !POST(fi_recv(g_ep, note, sizeof(note), NULL, 0,
-					   &nctx));
-		if (ok) {
-			sh->key = fi_mr_key(mr);
-			sh->raddr = rma_base(reg);
-		}
-	}
-	stage_set(ok ? 2 : 99);
-	ok = ok && wait_ctx(&nctx, WAIT_S + 5, &e) && !e.err;
-	d = ok ? arena_diff(reg, SG_REG, SG_GSEED, sp, 2) : 0;
+	d = rma_region_serve(reg, SG_REG, SG_GSEED, sp, go, &mr, &ok);
 	check(ok && d == SIZE_MAX, "the client's 6-iovec fi_writev landed "
 	      "as one contiguous %zu octets at offset %d, nothing else "
 	      "changed%s", sp[0].len, SG_WOFF, !ok ? " (not run or no "

@@ -57,6 +57,7 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include "pattern.h"
 #include "tap.h"
 
 /* ==== reporting from children ==== */
@@ -90,37 +91,11 @@ static int check(int cond, const char *fmt, ...)
 	return cond;
 }
 
-/* ==== data patterns ==== */
-
-static uint8_t pbyte(uint64_t seed, uint64_t i)
-{
-	uint64_t x = seed * 0x9e3779b97f4a7c15ull + i * 0xd1b54a32d192ed03ull;
-
-	x ^= x >> 31;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 29;
-	return (uint8_t)x;
-}
-
-/* p[0..n) = pattern `seed` from position off on */
-static void pfill(void *p, size_t n, uint64_t seed, uint64_t off)
-{
-	uint8_t *b = p;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		b[i] = pbyte(seed, off + i);
-}
+/* ==== data patterns (pattern.h) ==== */
 
 static bool pok(const void *p, size_t n, uint64_t seed, uint64_t off)
 {
-	const uint8_t *b = p;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (b[i] != pbyte(seed, off + i))
-			return false;
-	return true;
+	return pat_diff(p, n, seed, off) == SIZE_MAX;
 }
 
 static bool all_is(const void *p, size_t n, uint8_t v)
@@ -708,7 +683,7 @@ static int send_some(struct node *n, const size_t *len, int count,
 
 	for (i = 0; i < count; i++) {
 		bufs[i] = malloc(len[i] ? len[i] : 1);
-		pfill(bufs[i], len[i], seed0 + (uint64_t)i, 0);
+		pat_fill(bufs[i], len[i], seed0 + (uint64_t)i, 0);
 		if (POST(n, fi_send(n->ep, bufs[i], len[i], NULL, n->peer,
 				    &ctx[i])))
 			bad++;
@@ -966,7 +941,7 @@ static int pc_tx(struct node *n)
 		bad++;
 	for (i = 0; i < 6; i++) {
 		g1[i] = malloc(pc_g1[i]);
-		pfill(g1[i], pc_g1[i], 10 + 1 + i, 0);
+		pat_fill(g1[i], pc_g1[i], 10 + 1 + i, 0);
 		if (i == 0 ?
 		    POST(n, fi_tsenddata(n->ep, g1[i], pc_g1[i], NULL, PC_DATA,
 					 n->peer, PC_T(1), &c1[i])) :
@@ -981,7 +956,7 @@ static int pc_tx(struct node *n)
 	bad = token_wait(n, TOK(11), 20) ? 1 : 0;
 	for (i = 0; i < 4; i++) {
 		g2[i] = malloc(pc_g2[i]);
-		pfill(g2[i], pc_g2[i], 20 + 3 + i, 0);
+		pat_fill(g2[i], pc_g2[i], 20 + 3 + i, 0);
 		if (!bad && POST(n, fi_tsend(n->ep, g2[i], pc_g2[i], NULL,
 					     n->peer, PC_T(3 + i), &c2[i])))
 			bad++;
@@ -1112,7 +1087,7 @@ static int cd_tx(struct node *n)
 		if (i == CD_UINJ)	/* the rest go before the receives */
 			token_put(n, TOK(20));
 		b[i] = malloc(len ? len : 1);
-		pfill(b[i], len, 30 + i, 0);
+		pat_fill(b[i], len, 30 + i, 0);
 		switch (i) {
 		case CD_SEND: case CD_SEND0: case CD_SENDR:
 			r = POST(n, fi_senddata(n->ep, b[i], len, NULL, CD(i),
@@ -1202,7 +1177,7 @@ static int rma_target(struct node *n)
 	size_t off;
 	int i;
 
-	pfill(region, RMA_REGION, RMA_SEED, 0);
+	pat_fill(region, RMA_REGION, RMA_SEED, 0);
 	if (!check(!node_up(n, FI_MSG | FI_RMA, 0) &&
 		   !fi_mr_reg(n->domain, region, RMA_REGION,
 			      FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr,
@@ -1219,13 +1194,13 @@ static int rma_target(struct node *n)
 	 * pattern with its two writes in place */
 	token_wait(n, TOK(30), 30);
 	want = malloc(RMA_REGION);
-	pfill(want, RMA_REGION, RMA_SEED, 0);
+	pat_fill(want, RMA_REGION, RMA_SEED, 0);
 	for (i = 0, off = RMA_OFF1; i < 4; i++) {
-		pfill(want + off, rma_wv[i], 41 + i, 0);
+		pat_fill(want + off, rma_wv[i], 41 + i, 0);
 		off += rma_wv[i];
 	}
 	for (i = 0, off = RMA_OFF3; i < 4; i++) {
-		pfill(want + off, rma_wm[i], 51 + i, 0);
+		pat_fill(want + off, rma_wm[i], 51 + i, 0);
 		off += rma_wm[i];
 	}
 	check(!memcmp(region, want, RMA_REGION),
@@ -1276,7 +1251,7 @@ static int rma_init(struct node *n)
 	/* fi_writev: 4 local pieces of odd lengths to one remote range */
 	for (i = 0; i < 4; i++) {
 		src[i] = malloc(rma_wv[i]);
-		pfill(src[i], rma_wv[i], 41 + i, 0);
+		pat_fill(src[i], rma_wv[i], 41 + i, 0);
 		iov[i].iov_base = src[i];
 		iov[i].iov_len = rma_wv[i];
 	}
@@ -1326,7 +1301,7 @@ static int rma_init(struct node *n)
 	for (i = 0; i < 4; i++) {
 		free(src[i]);
 		src[i] = malloc(rma_wm[i]);
-		pfill(src[i], rma_wm[i], 51 + i, 0);
+		pat_fill(src[i], rma_wm[i], 51 + i, 0);
 		iov[i].iov_base = src[i];
 		iov[i].iov_len = rma_wm[i];
 	}
@@ -1359,7 +1334,7 @@ static int rma_init(struct node *n)
 		/* what the concatenation must be */
 		memset(back, 0, RMA_REGION);
 		for (i = 0, off = 0; i < 4; i++) {
-			pfill(back + off, rma_wm[i], 51 + i, 0);
+			pat_fill(back + off, rma_wm[i], 51 + i, 0);
 			off += rma_wm[i];
 		}
 		bad = total != off;
@@ -1554,7 +1529,7 @@ static struct th *th_new(struct node *n, bool rx)
 			if (rx)
 				memset(b, SENT, th_len(t, i) + 16);
 			else
-				pfill(b, th_len(t, i), th_seed(t, i), 0);
+				pat_fill(b, th_len(t, i), th_seed(t, i), 0);
 		}
 	return th;
 }
@@ -1667,56 +1642,67 @@ static const size_t eg_probe[] = { 1024, 1025, 65536, 65537, 262144,
 /* The threshold the role runs with: what it expects, not what it reads */
 static size_t eg_threshold;
 
+#define EG_BUF (262145 + 64)
+
+/* Posts receives of sizes[i] + 64 octets (guard filled) on tags tag0 + i;
+ * returns how many failed. */
+static int eg_post(struct node *n, uint8_t (*rb)[EG_BUF], const size_t *sizes,
+		   int cnt, uint64_t tag0, int *ctx)
+{
+	int i, bad = 0;
+
+	for (i = 0; i < cnt; i++) {
+		memset(rb[i], SENT, sizes[i] + 64);
+		if (fi_trecv(n->ep, rb[i], sizes[i] + 64, NULL,
+			     FI_ADDR_UNSPEC, tag0 + (uint64_t)i, 0, &ctx[i]))
+			bad++;
+	}
+	return bad;
+}
+
+/* Of `got` completions: how many of the cnt receives are missing, the
+ * wrong length, or not pattern seed0 + i with the guard behind intact. */
+static int eg_verify(uint8_t (*rb)[EG_BUF], const size_t *sizes, int cnt,
+		     uint64_t seed0, const int *ctx,
+		     struct fi_cq_tagged_entry *e, int got)
+{
+	int i, bad = 0;
+
+	for (i = 0; i < cnt; i++) {
+		struct fi_cq_tagged_entry *p = by_ctx(e, got < 0 ? 0 : got,
+						      &ctx[i]);
+
+		if (!p || p->len != sizes[i] ||
+		    !pok(rb[i], sizes[i], seed0 + (uint64_t)i, 0) ||
+		    !all_is(rb[i] + sizes[i], 64, SENT))
+			bad++;
+	}
+	return bad;
+}
+
 static int eg_rx(struct node *n)
 {
-	static uint8_t rb[EG_N][262145 + 64];
+	static uint8_t rb[EG_N][EG_BUF];
 	struct fi_cq_tagged_entry e[EG_N];
-	int ctx[EG_N], got, i, bad = 0;
+	int ctx[EG_N], got, bad;
 
 	if (!check(!node_up(n, FI_MSG | FI_TAGGED, 0),
 		   "eager %zu: receiver up", eg_threshold))
 		return 1;
 	/* 1: posted receives, sizes around both thresholds */
-	for (i = 0; i < EG_N; i++) {
-		memset(rb[i], SENT, eg_sizes[i] + 64);
-		if (fi_trecv(n->ep, rb[i], eg_sizes[i] + 64, NULL,
-			     FI_ADDR_UNSPEC, 0x600 + (uint64_t)i, 0, &ctx[i]))
-			bad++;
-	}
+	bad = eg_post(n, rb, eg_sizes, EG_N, 0x600, ctx);
 	token_put(n, TOK(50));
 	got = bad ? 0 : cq_collect(n, e, EG_N, 15);
-	for (i = 0; i < EG_N; i++) {
-		struct fi_cq_tagged_entry *p = by_ctx(e, got < 0 ? 0 : got,
-						      &ctx[i]);
-
-		if (!p || p->len != eg_sizes[i] ||
-		    !pok(rb[i], eg_sizes[i], 60 + i, 0) ||
-		    !all_is(rb[i] + eg_sizes[i], 64, SENT))
-			bad++;
-	}
+	bad += eg_verify(rb, eg_sizes, EG_N, 60, ctx, e, got);
 	check(got == EG_N && !bad, "eager %zu: %d messages of 1023 .. 262145 "
 	      "octets arrive intact", eg_threshold, EG_N);
 	/* 2: probes sent before any receive; posted after the sender looked
 	 * at which of its sends completed */
 	if (token_wait(n, TOK(51), 20))
 		tap_diag("eager: the sender did not finish probing");
-	bad = 0;
-	for (i = 0; i < EG_P; i++) {
-		memset(rb[i], SENT, eg_probe[i] + 64);
-		if (fi_trecv(n->ep, rb[i], eg_probe[i] + 64, NULL,
-			     FI_ADDR_UNSPEC, 0x700 + (uint64_t)i, 0, &ctx[i]))
-			bad++;
-	}
+	bad = eg_post(n, rb, eg_probe, EG_P, 0x700, ctx);
 	got = bad ? 0 : cq_collect(n, e, EG_P, 15);
-	for (i = 0; i < EG_P; i++) {
-		struct fi_cq_tagged_entry *p = by_ctx(e, got < 0 ? 0 : got,
-						      &ctx[i]);
-
-		if (!p || p->len != eg_probe[i] ||
-		    !pok(rb[i], eg_probe[i], 70 + i, 0) ||
-		    !all_is(rb[i] + eg_probe[i], 64, SENT))
-			bad++;
-	}
+	bad += eg_verify(rb, eg_probe, EG_P, 70, ctx, e, got);
 	check(got == EG_P && !bad, "eager %zu: the %d probes, received late, "
 	      "arrive intact", eg_threshold, EG_P);
 	barrier(n);
@@ -1740,7 +1726,7 @@ static int eg_tx(struct node *n)
 		bad++;
 	for (i = 0; i < EG_N; i++) {
 		b[i] = malloc(eg_sizes[i]);
-		pfill(b[i], eg_sizes[i], 60 + i, 0);
+		pat_fill(b[i], eg_sizes[i], 60 + i, 0);
 		if (!bad && POST(n, fi_tsend(n->ep, b[i], eg_sizes[i], NULL,
 					     n->peer, 0x600 + (uint64_t)i,
 					     &ctx[i])))
@@ -1753,7 +1739,7 @@ static int eg_tx(struct node *n)
 	/* probes: which complete while the peer has no receive posted? */
 	for (i = 0; i < EG_P; i++) {
 		b[i] = malloc(eg_probe[i]);
-		pfill(b[i], eg_probe[i], 70 + i, 0);
+		pat_fill(b[i], eg_probe[i], 70 + i, 0);
 		if (POST(n, fi_tsend(n->ep, b[i], eg_probe[i], NULL, n->peer,
 				     0x700 + (uint64_t)i, &ctx[i])))
 			ok = false;
@@ -1923,7 +1909,7 @@ static bool rxm_traffic(struct fi_info *info)
 	/* ofi_rxm says -FI_EAGAIN while it connects: progress, retry */
 	end = tap_now() + 10;
 	for (i = 0; i < 2 && !ret; i++) {
-		pfill(out[i], sizeof(out[i]), 90 + i, 0);
+		pat_fill(out[i], sizeof(out[i]), 90 + i, 0);
 		memset(in[i], SENT, sizeof(in[i]));
 		while ((ret = fi_trecv(ep[i], in[i], sizeof(in[i]), NULL,
 				       FI_ADDR_UNSPEC, 0x900, 0,
