@@ -176,6 +176,8 @@ struct iw_tx_batch {
 
 struct iw_qp {
 	struct iw_pd *pd;
+	uint32_t id;		/* per process, for log lines */
+	char label[112];	/* iw_qp_label */
 	struct iw_qp_attr attr;
 	struct iw_conn_param param;
 	uint8_t pdata[MPA_MAX_PD];	/* our private data, kept for retry */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,8 @@ static int iw_rq_init(struct iw_rq *rq, uint32_t size)
 	return rq->q ? 0 : -ENOMEM;
 }
 
+static uint32_t iw_qp_next_id;
+
 int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 		 struct iw_qp **qpp)
 {
@@ -68,6 +71,7 @@ int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 
 	if (!qp)
 		return -ENOMEM;
+	qp->id = __atomic_add_fetch(&iw_qp_next_id, 1, __ATOMIC_RELAXED);
 	qp->pd = pd;
 	qp->attr = *attr;
 	qp->fd = -1;
@@ -744,4 +748,38 @@ int iw_qp_getpeer(const struct iw_qp *qp, struct sockaddr *sa,
 		  socklen_t *len)
 {
 	return iw_qp_sockname(qp->fd, true, sa, len);
+}
+
+static void iw_sa_str(const struct sockaddr_storage *ss, char *buf,
+		      size_t size)
+{
+	const struct sockaddr_in *a4 = (const void *)ss;
+	const struct sockaddr_in6 *a6 = (const void *)ss;
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET) {
+		inet_ntop(AF_INET, &a4->sin_addr, ip, sizeof(ip));
+		snprintf(buf, size, "%s:%u", ip, ntohs(a4->sin_port));
+	} else if (ss->ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &a6->sin6_addr, ip, sizeof(ip));
+		snprintf(buf, size, "[%s]:%u", ip, ntohs(a6->sin6_port));
+	} else {
+		snprintf(buf, size, "-");
+	}
+}
+
+const char *iw_qp_label(struct iw_qp *qp)
+{
+	struct sockaddr_storage a = { 0 }, b = { 0 };
+	socklen_t al = sizeof(a), bl = sizeof(b);
+	char la[64] = "-", pa[64] = "-";
+
+	if (!iw_qp_getname(qp, (struct sockaddr *)&a, &al))
+		iw_sa_str(&a, la, sizeof(la));
+	if (!iw_qp_getpeer(qp, (struct sockaddr *)&b, &bl))
+		iw_sa_str(&b, pa, sizeof(pa));
+	else if (qp->dst_len)
+		iw_sa_str(&qp->dst, pa, sizeof(pa));
+	snprintf(qp->label, sizeof(qp->label), "qp %u %s-%s", qp->id, la, pa);
+	return qp->label;
 }

@@ -350,6 +350,10 @@ int iw_qp_getname(const struct iw_qp *qp, struct sockaddr *sa,
 		  socklen_t *len);
 int iw_qp_getpeer(const struct iw_qp *qp, struct sockaddr *sa,
 		  socklen_t *len);
+/* "qp 12 127.0.0.1:23800-127.0.0.1:40122" (local-peer, or the
+ * destination while connecting): names the connection in log lines.
+ * Valid until the next call for the same QP. */
+const char *iw_qp_label(struct iw_qp *qp);
 /* What a connection cost in syscalls: sendmsg/recv calls that moved
  * octets, and the FPDUs they carried. */
 struct iw_qp_stats {
