@@ -352,7 +352,7 @@ static void bw_size(size_t n)
 	cpu = finish_size(n, c0);
 	msgs = (double)it * BENCH_WINDOW;
 	if (!server)
-		printf("RESULT bw %zu %.1f %.3f\n", n, (double)n * msgs / t,
+		printf("RESULT bw %zu %.3f %.3f\n", n, (double)n * msgs / t,
 		       cpu / msgs);
 }
 

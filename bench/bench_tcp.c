@@ -182,7 +182,7 @@ static void bw_size(int fd, int server, size_t n, unsigned char *buf)
 	cpu = bench_cpu() - c0 + peer;
 	verify(fd, server, buf, n);
 	if (!server)
-		printf("RESULT bw %zu %.1f %.3f\n", n, (double)n * msgs / t,
+		printf("RESULT bw %zu %.3f %.3f\n", n, (double)n * msgs / t,
 		       cpu / msgs);
 }
 
