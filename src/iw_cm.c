@@ -263,7 +263,7 @@ static int iw_cm_send_request(struct iw_qp *qp)
 	qp->cm = CM_WAIT_REP;
 	qp->deadline = iw_now_ms() + p->timeout_ms;
 	iw_log_frame(qp->pd->dev, "Request sent", buf, (size_t)n);
-	return iw_tx_ctrl(qp, buf, (size_t)n);
+	return iw_qp_ctrl(qp, buf, (size_t)n);
 }
 
 static void iw_cm_unreachable(struct iw_qp *qp, int status,
@@ -915,5 +915,5 @@ int iw_accept(struct iw_conn_req *req, struct iw_qp *qp,
 	qp->cm = CM_WAIT_RTR;
 	qp->deadline = iw_now_ms() + qp->param.timeout_ms;
 	iw_log_frame(qp->pd->dev, "Reply sent", buf, (size_t)n);
-	return iw_tx_ctrl(qp, buf, (size_t)n);
+	return iw_qp_ctrl(qp, buf, (size_t)n);
 }
