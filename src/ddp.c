@@ -77,14 +77,17 @@ int ddp_hdr_parse(const uint8_t *p, size_t len, struct ddp_hdr *h,
 
 	if (h->ddp_ver != DDP_VERSION)
 		return h->tagged ?
-			iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_TAGGED,
-				DDP_ECODE_T_VERSION, "DDP version not 1") :
-			iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-				DDP_ECODE_UT_VERSION, "DDP version not 1");
+			iw_fail_v(err, IW_LAYER_DDP, DDP_ETYPE_TAGGED,
+				  DDP_ECODE_T_VERSION, "bad DDP version",
+				  h->ddp_ver, DDP_VERSION) :
+			iw_fail_v(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+				  DDP_ECODE_UT_VERSION, "bad DDP version",
+				  h->ddp_ver, DDP_VERSION);
 	/* RFC 5040 §4.1: 1, and 0 (RDMA Consortium) are both valid */
 	if (h->rdmap_ver > RDMAP_VERSION)
-		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
-			       RDMAP_ECODE_VERSION, "RDMAP version not 0 or 1");
+		return iw_fail_v(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+				 RDMAP_ECODE_VERSION, "RDMAP version not 0 or 1",
+				 h->rdmap_ver, RDMAP_VERSION);
 	info = rdmap_op(h->opcode);
 	if (!info)
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
@@ -112,13 +115,13 @@ int ddp_hdr_parse(const uint8_t *p, size_t len, struct ddp_hdr *h,
 	/* queues 3 and 4 exist for the RFC 7306 messages only; to the
 	 * others they are as unknown as any higher number */
 	if (h->qn > (info->atomic ? DDP_QN_AREQ : DDP_QN_TERM))
-		return iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-			       DDP_ECODE_UT_INVALID_QN,
-			       "queue number out of range");
+		return iw_fail_v(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+				 DDP_ECODE_UT_INVALID_QN,
+				 "queue number out of range", h->qn, info->qn);
 	if (h->qn != info->qn)
-		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
-			       RDMAP_ECODE_OPCODE,
-			       "opcode on the wrong DDP queue");
+		return iw_fail_v(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+				 RDMAP_ECODE_OPCODE,
+				 "opcode on the wrong DDP queue", h->qn, info->qn);
 	/* atomics are single-segment too; a split one is not an atomic */
 	if (info->atomic && (h->mo != 0 || !h->last))
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,

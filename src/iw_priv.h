@@ -356,6 +356,8 @@ void iw_qp_fatal(struct iw_qp *qp, const struct iw_err *err,
 		 const struct iw_rx_seg *seg, bool send_term);
 void iw_qp_remote_fatal(struct iw_qp *qp, const struct rdmap_term *t,
 			const uint8_t *raw, size_t len);
+/* "addr:port" or "[addr]:port" of ss, "-" if neither. */
+void iw_sa_str(const struct sockaddr_storage *ss, char *buf, size_t size);
 /* A log line that starts with iw_qp_label(qp). */
 void iw_qp_log(struct iw_qp *qp, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -265,6 +265,7 @@ void iw_qp_fatal(struct iw_qp *qp, const struct iw_err *err,
 
 	if (qp->flushed && qp->cm == CM_ERROR)
 		return;
+	iw_qp_label(qp);	/* named while the socket is still there */
 	qp->fatal = *err;
 	qp->cm = CM_ERROR;
 	qp->deadline = iw_now_ms() + 2000;	/* to push the Terminate out */
@@ -276,10 +277,14 @@ void iw_qp_fatal(struct iw_qp *qp, const struct iw_err *err,
 	ev.err = *err;
 	if (!qp->ev_final) {
 		qp->ev_final = true;
-		iw_log(qp->pd->dev, 0, "stream terminated: %u/%u/%u %s (%s)",
-		       err->layer, err->etype, err->ecode,
-		       iw_err_str(err->layer, err->etype, err->ecode),
-		       err->why ? err->why : "-");
+		char why[160];
+
+		/* a violation the receive path found is a data-path line */
+		iw_qp_log(qp, IW_LOG_WARN | (seg ? IW_LOG_DATA : 0),
+			  "stream terminated: %u/%u/%u %s (%s)", err->layer,
+			  err->etype, err->ecode,
+			  iw_err_str(err->layer, err->etype, err->ecode),
+			  iw_err_why(err, why, sizeof(why)));
 		iw_qp_event(qp, &ev);
 	}
 }
@@ -294,6 +299,7 @@ void iw_qp_remote_fatal(struct iw_qp *qp, const struct rdmap_term *t,
 		.remote = true,
 	};
 
+	iw_qp_label(qp);	/* named while the socket is still there */
 	iw_fail(&qp->fatal, t->layer, t->etype, t->ecode,
 		"Terminate from the peer");
 	qp->cm = CM_ERROR;
@@ -315,9 +321,9 @@ void iw_qp_remote_fatal(struct iw_qp *qp, const struct rdmap_term *t,
 			n += (size_t)snprintf(hex + n, sizeof(hex) - n,
 					      " %02x", raw[i]);
 		qp->ev_final = true;
-		iw_log(qp->pd->dev, 0, "peer terminated: %u/%u/%u %s; "
-		       "Terminate octets:%s", t->layer, t->etype, t->ecode,
-		       iw_err_str(t->layer, t->etype, t->ecode), hex);
+		iw_qp_log(qp, IW_LOG_WARN, "peer terminated: %u/%u/%u %s; "
+			  "Terminate octets:%s", t->layer, t->etype, t->ecode,
+			  iw_err_str(t->layer, t->etype, t->ecode), hex);
 		iw_qp_event(qp, &ev);
 	}
 }
@@ -345,7 +351,7 @@ int iw_qp_getpeer(const struct iw_qp *qp, struct sockaddr *sa,
 	return iw_qp_sockname(qp->fd, true, sa, len);
 }
 
-static void iw_sa_str(const struct sockaddr_storage *ss, char *buf,
+void iw_sa_str(const struct sockaddr_storage *ss, char *buf,
 		      size_t size)
 {
 	const struct sockaddr_in *a4 = (const void *)ss;
@@ -369,6 +375,8 @@ const char *iw_qp_label(struct iw_qp *qp)
 	socklen_t al = sizeof(a), bl = sizeof(b);
 	char la[64] = "-", pa[64] = "-";
 
+	if (qp->fd < 0 && qp->label[0])
+		return qp->label;	/* the connection it was */
 	if (!iw_qp_getname(qp, (struct sockaddr *)&a, &al))
 		iw_sa_str(&a, la, sizeof(la));
 	if (!iw_qp_getpeer(qp, (struct sockaddr *)&b, &bl))

@@ -28,6 +28,21 @@ static int iw_fail_u(struct iw_err *err, uint8_t ecode, const char *why)
 	return iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED, ecode, why);
 }
 
+/* Untagged and tagged failures naming what came and what was due. */
+static int iw_fail_uv(struct iw_err *err, uint8_t ecode, const char *why,
+		      uint64_t got, uint64_t want)
+{
+	return iw_fail_v(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED, ecode, why, got,
+			 want);
+}
+
+static int iw_fail_tv(struct iw_err *err, uint8_t ecode, const char *why,
+		      uint64_t got, uint64_t want)
+{
+	return iw_fail_v(err, IW_LAYER_DDP, DDP_ETYPE_TAGGED, ecode, why, got,
+			 want);
+}
+
 /* Points dst at offset `off` of a gather list; false past its end. */
 static bool iw_sge_at(const struct iw_sge *sge, int nsge, uint64_t off,
 		      struct iw_rx_dst *dst)
@@ -60,8 +75,9 @@ static int iw_rx_write(struct iw_qp *qp, const struct iw_rx_seg *seg,
 		return iw_fail_t(err, DDP_ECODE_T_INVALID_STAG,
 				 "tagged messages intersect");
 	if (qp->tag.active && qp->tag.next_to != h->to)
-		return iw_fail_t(err, DDP_ECODE_T_BASE_BOUNDS,
-				 "Write segment out of sequence");
+		return iw_fail_tv(err, DDP_ECODE_T_BASE_BOUNDS,
+				  "Write segment out of sequence: TO", h->to,
+				  qp->tag.next_to);
 	if (!len)
 		return 0;	/* zero-length Writes place nothing */
 	mr = iw_stag_lookup(qp->pd->dev, h->stag);
@@ -121,11 +137,13 @@ static int iw_rx_rresp(struct iw_qp *qp, const struct iw_rx_seg *seg,
 		return iw_fail_t(err, DDP_ECODE_T_INVALID_STAG,
 				 "Read Response, Atomic Response due");
 	if (h->stag != o->sink_stag)
-		return iw_fail_t(err, DDP_ECODE_T_INVALID_STAG,
-				 "Read Response to the wrong sink STag");
+		return iw_fail_tv(err, DDP_ECODE_T_INVALID_STAG,
+				  "Read Response to the wrong sink STag",
+				  h->stag, o->sink_stag);
 	if (h->to != o->sink_to + o->got)
-		return iw_fail_t(err, DDP_ECODE_T_BASE_BOUNDS,
-				 "Read Response at the wrong offset");
+		return iw_fail_tv(err, DDP_ECODE_T_BASE_BOUNDS,
+				  "Read Response at the wrong offset", h->to,
+				  o->sink_to + o->got);
 	if ((uint64_t)o->got + seg->payload_len > o->len)
 		return iw_fail_t(err, DDP_ECODE_T_BASE_BOUNDS,
 				 "Read Response longer than the Read");
@@ -146,8 +164,9 @@ static int iw_rx_rresp_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 	if (!seg->hdr.last)
 		return 0;
 	if (o->got != o->len)
-		return iw_fail_t(err, DDP_ECODE_T_BASE_BOUNDS,
-				 "Read Response shorter than the Read");
+		return iw_fail_tv(err, DDP_ECODE_T_BASE_BOUNDS,
+				  "Read Response shorter than the Read", o->got,
+				  o->len);
 	w = iw_orq_wqe(qp, o);
 	qp->orq_head = (qp->orq_head + 1) % qp->orq_cap;
 	qp->orq_count--;
@@ -241,11 +260,12 @@ static int iw_rx_send_new(struct iw_qp *qp, const struct iw_rx_seg *seg,
 	struct iw_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
 
 	if (h->msn != qp->rx_msn[DDP_QN_SEND])
-		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
-				 "Send MSN out of range");
+		return iw_fail_uv(err, DDP_ECODE_UT_MSN_RANGE,
+				  "Send MSN out of range", h->msn,
+				  qp->rx_msn[DDP_QN_SEND]);
 	if (h->mo != 0)
-		return iw_fail_u(err, DDP_ECODE_UT_INVALID_MO,
-				 "first Send segment with MO != 0");
+		return iw_fail_uv(err, DDP_ECODE_UT_INVALID_MO,
+				  "first Send segment: MO", h->mo, 0);
 	memset(&qp->rcv.w, 0, sizeof(qp->rcv.w));
 	qp->rcv.peek_mode = qp->attr.peek_len > 0;
 	qp->rcv.placed = false;
@@ -277,11 +297,13 @@ static int iw_rx_send(struct iw_qp *qp, const struct iw_rx_seg *seg,
 		if (ret)
 			return ret;	/* -EAGAIN stalls, -EPROTO fails */
 	} else if (h->msn != qp->rcv.msn) {
-		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
-				 "Send segment of another message");
+		return iw_fail_uv(err, DDP_ECODE_UT_MSN_RANGE,
+				  "Send segment of another message: MSN",
+				  h->msn, qp->rcv.msn);
 	} else if (h->mo != qp->rcv.got) {
-		return iw_fail_u(err, DDP_ECODE_UT_INVALID_MO,
-				 "Send segment at the wrong MO");
+		return iw_fail_uv(err, DDP_ECODE_UT_INVALID_MO,
+				  "Send segment at the wrong MO", h->mo,
+				  qp->rcv.got);
 	} else if (h->opcode != qp->rcv.op) {
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_OPCODE,
@@ -351,8 +373,9 @@ static int iw_rx_rreq_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 	struct iw_mr *mr = NULL;
 
 	if (seg->hdr.msn != qp->rx_msn[DDP_QN_RREQ])
-		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
-				 "Read Request MSN out of range");
+		return iw_fail_uv(err, DDP_ECODE_UT_MSN_RANGE,
+				  "Read Request MSN out of range", seg->hdr.msn,
+				  qp->rx_msn[DDP_QN_RREQ]);
 	if (qp->irq_count >= qp->ird || qp->irq_count >= qp->irq_cap)
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_CATASTROPHIC_STREAM,
@@ -415,8 +438,9 @@ static int iw_rx_areq_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 			       RDMAP_ECODE_OPCODE,
 			       "Atomic Request, atomics not enabled");
 	if (seg->hdr.msn != qp->rx_msn[DDP_QN_AREQ])
-		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
-				 "Atomic Request MSN out of range");
+		return iw_fail_uv(err, DDP_ECODE_UT_MSN_RANGE,
+				  "Atomic Request MSN out of range",
+				  seg->hdr.msn, qp->rx_msn[DDP_QN_AREQ]);
 	if (qp->irq_count >= qp->ird || qp->irq_count >= qp->irq_cap)
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_CATASTROPHIC_STREAM,
@@ -460,16 +484,18 @@ static int iw_rx_aresp_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 	struct iw_swqe *w;
 
 	if (seg->hdr.msn != qp->rx_msn[DDP_QN_ARESP])
-		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
-				 "Atomic Response MSN out of range");
+		return iw_fail_uv(err, DDP_ECODE_UT_MSN_RANGE,
+				  "Atomic Response MSN out of range",
+				  seg->hdr.msn, qp->rx_msn[DDP_QN_ARESP]);
 	if (!qp->orq_count || !o->atomic)
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_OPCODE,
 			       "Atomic Response where none is due");
 	if (r->req_id != o->req_id)
-		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
-			       RDMAP_ECODE_OPCODE,
-			       "Atomic Response for another request");
+		return iw_fail_v(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+				 RDMAP_ECODE_OPCODE,
+				 "Atomic Response for another request",
+				 r->req_id, o->req_id);
 	w = iw_orq_wqe(qp, o);
 	if (w->nsge)
 		memcpy(w->sge[0].addr, &r->orig, sizeof(r->orig));

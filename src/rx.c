@@ -57,6 +57,15 @@ static int iw_rx_fail(struct iw_rx *rx, uint8_t layer, uint8_t etype,
 	return iw_fail(&rx->err, layer, etype, ecode, why);
 }
 
+/* An LLP error, with the value received and the one expected. */
+static int iw_rx_fail_llp(struct iw_rx *rx, uint8_t ecode, const char *why,
+			  uint64_t got, uint64_t want)
+{
+	rx->state = IW_RX_ERROR;
+	return iw_fail_v(&rx->err, IW_LAYER_LLP, MPA_ETYPE, ecode, why, got,
+			 want);
+}
+
 /* With markers, stream positions 0..3 modulo 512 always hold a marker. */
 static size_t iw_rx_marker_left(const struct iw_rx *rx)
 {
@@ -109,8 +118,8 @@ static int iw_rx_marker_done(struct iw_rx *rx)
 	uint16_t ptr = iw_get16(rx->marker + 2) & ~3u;
 
 	if (ptr != (uint16_t)(at - rx->fpdu_start))
-		return iw_rx_fail(rx, IW_LAYER_LLP, MPA_ETYPE,
-				  MPA_ECODE_MARKER, "FPDUPTR mismatch");
+		return iw_rx_fail_llp(rx, MPA_ECODE_MARKER, "FPDUPTR mismatch",
+				      ptr, (uint16_t)(at - rx->fpdu_start));
 	return 0;
 }
 
@@ -293,8 +302,8 @@ static int iw_rx_trailer_done(struct iw_rx *rx)
 		       (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
 
 	if (rx->crc && got != iw_crc32c_final(rx->crc_acc))
-		return iw_rx_fail(rx, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_CRC,
-				  "CRC mismatch");
+		return iw_rx_fail_llp(rx, MPA_ECODE_CRC, "CRC mismatch", got,
+				      iw_crc32c_final(rx->crc_acc));
 	rx->segs++;
 	iw_rx_next_fpdu(rx);
 	if (rx->ops && rx->ops->seg_done &&
