@@ -387,33 +387,37 @@ static void iw_cm_rejected(struct iw_qp *qp, const struct mpa_frame *f)
 		iw_qp_event(qp, &ev);
 }
 
+/* IRD and ORD from the Reply (RFC 6581 §9.1); a Reply without the
+ * enhanced block negotiates nothing. */
+static int iw_cm_reply_ird_ord(struct iw_qp *qp, const struct mpa_frame *f,
+			       struct iw_err *err)
+{
+	const struct iw_conn_param *p = &qp->param;
+	struct iw_ird_ord local = { p->ird, p->ord }, use = local;
+	struct iw_ird_ord peer = { NO_NEG, NO_NEG };
+	int ret;
+
+	if (qp->enhanced && f->enhanced)
+		peer = (struct iw_ird_ord){ f->ird, f->ord };
+	ret = iw_negotiate_initiator(local, p->max_ird, peer, &use, err);
+	qp->ird = use.ird;
+	qp->ord = use.ord;
+	return qp->enhanced && f->enhanced ? ret : 0;
+}
+
 /* Full operation begins for the initiator once the Reply is accepted. */
 static int iw_cm_reply_accepted(struct iw_qp *qp, const struct mpa_frame *f)
 {
 	const struct iw_conn_param *p = &qp->param;
-	struct iw_ird_ord use = { p->ird, p->ord };
 	struct iw_err err = { 0 };
-	int ret = 0;
+	int ret;
 
 	iw_cm_fill_event(qp, f, &qp->est);
 	qp->crc = p->crc || f->crc;
 	qp->markers_tx = f->markers;
 	qp->markers_rx = p->markers;
 	qp->p2p = qp->enhanced && f->enhanced && f->p2p && !p->client_server;
-	if (qp->enhanced && f->enhanced)
-		ret = iw_negotiate_initiator((struct iw_ird_ord){ p->ird,
-								   p->ord },
-					     p->max_ird,
-					     (struct iw_ird_ord){ f->ird,
-								  f->ord },
-					     &use, &err);
-	else
-		iw_negotiate_initiator((struct iw_ird_ord){ p->ird, p->ord },
-				       p->max_ird,
-				       (struct iw_ird_ord){ NO_NEG, NO_NEG },
-				       &use, &err);
-	qp->ird = use.ird;
-	qp->ord = use.ord;
+	ret = iw_cm_reply_ird_ord(qp, f, &err);
 	if (iw_qp_setup_full_op(qp))
 		iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
 			MPA_ECODE_LOCAL_CATASTROPHIC, "out of memory");
@@ -913,13 +917,71 @@ static uint8_t iw_cm_reply_rtr(const struct iw_conn_param *p, uint8_t offered)
 	return p->rtr_reply_all ? ok : iw_cm_pick_rtr(ok);
 }
 
+/* Fills the Reply r to the Request and what our side will use;
+ * -ECONNREFUSED after rejecting a peer whose IRD is too small. */
+static int iw_accept_reply(struct iw_conn_req *req,
+			   const struct iw_conn_param *param,
+			   const struct iw_conn_param *qparam,
+			   struct mpa_frame *r, struct iw_ird_ord *use)
+{
+	const struct mpa_frame *f = &req->f;
+	struct iw_ird_ord reply = { NO_NEG, NO_NEG };
+	struct iw_ird_ord local = { param->ird, param->ord };
+	struct iw_err err = { 0 };
+
+	r->enhanced = f->enhanced;
+	r->crc = param->crc || f->crc;
+	r->markers = param->markers;
+	if (!f->enhanced) {
+		iw_negotiate_responder(local, qparam->max_ird, 0,
+				       (struct iw_ird_ord){ NO_NEG, NO_NEG },
+				       false, &reply, use, &err);
+		return 0;
+	}
+	r->p2p = f->p2p;
+	r->rtr = r->p2p ? iw_cm_reply_rtr(qparam, f->rtr) : 0;
+	if (iw_negotiate_responder(local, qparam->max_ird, param->ord_min,
+				   (struct iw_ird_ord){ f->ird, f->ord },
+				   r->rtr & IW_RTR_READ, &reply, use, &err)) {
+		iw_req_send_reject(req, NULL, 0, &reply);
+		req->notified = false;
+		iw_req_drop(req, err.why);
+		return -ECONNREFUSED;
+	}
+	r->ird = reply.ird;
+	r->ord = reply.ord;
+	return 0;
+}
+
+/* The QP takes over the request's socket and what was agreed. */
+static void iw_accept_adopt(struct iw_qp *qp, struct iw_conn_req *req,
+			    const struct mpa_frame *r,
+			    const struct iw_ird_ord *use)
+{
+	const struct mpa_frame *f = &req->f;
+
+	iw_cm_fill_event(qp, f, &qp->est);
+	qp->initiator = false;
+	qp->rev = f->rev;
+	qp->enhanced = f->enhanced;
+	qp->p2p = r->p2p;
+	qp->rtr_set = r->rtr;
+	qp->crc = r->crc;
+	qp->markers_rx = r->markers;
+	qp->markers_tx = f->markers;
+	qp->ird = use->ird;
+	qp->ord = use->ord;
+	qp->fd = req->fd;
+	req->fd = -1;
+	iw_req_unlink(req);
+	free(req);
+}
+
 int iw_accept(struct iw_conn_req *req, struct iw_qp *qp,
 	      const struct iw_conn_param *param)
 {
-	const struct mpa_frame *f = &req->f;
-	struct mpa_frame r = { .kind = MPA_REPLY, .rev = f->rev };
-	struct iw_ird_ord reply = { NO_NEG, NO_NEG }, use;
-	struct iw_err err = { 0 };
+	struct mpa_frame r = { .kind = MPA_REPLY, .rev = req->f.rev };
+	struct iw_ird_ord use;
 	uint8_t buf[IW_CTRL_MAX];
 	ssize_t n;
 	int ret;
@@ -928,62 +990,24 @@ int iw_accept(struct iw_conn_req *req, struct iw_qp *qp,
 		return -EINVAL;
 	qp->param = *param;
 	iw_cm_defaults(&qp->param);
-	qp->param.rev = f->rev;
+	qp->param.rev = req->f.rev;
 	/* the Reply mirrors the Request: no enhanced block, 512 octets */
-	qp->param.no_enhanced = !f->enhanced;
+	qp->param.no_enhanced = !req->f.enhanced;
 	ret = iw_cm_check_param(&qp->param);
 	if (ret)
 		return ret;
-	if (param->crc_strict && !f->crc) {
+	if (param->crc_strict && !req->f.crc) {
 		iw_reject(req, NULL, 0);
 		return -ECONNREFUSED;
 	}
-	r.enhanced = f->enhanced;
-	r.crc = param->crc || f->crc;
-	r.markers = param->markers;
-	if (f->enhanced) {
-		r.p2p = f->p2p;
-		r.rtr = r.p2p ? iw_cm_reply_rtr(&qp->param, f->rtr) : 0;
-		ret = iw_negotiate_responder(
-			(struct iw_ird_ord){ param->ird, param->ord },
-			qp->param.max_ird, param->ord_min,
-			(struct iw_ird_ord){ f->ird, f->ord },
-			r.rtr & IW_RTR_READ, &reply, &use, &err);
-		if (ret) {
-			iw_req_send_reject(req, NULL, 0, &reply);
-			req->notified = false;
-			iw_req_drop(req, err.why);
-			return -ECONNREFUSED;
-		}
-		r.ird = reply.ird;
-		r.ord = reply.ord;
-	} else {
-		iw_negotiate_responder(
-			(struct iw_ird_ord){ param->ird, param->ord },
-			qp->param.max_ird, 0,
-			(struct iw_ird_ord){ NO_NEG, NO_NEG }, false, &reply,
-			&use, &err);
-	}
+	ret = iw_accept_reply(req, param, &qp->param, &r, &use);
+	if (ret)
+		return ret;
 	n = mpa_frame_build(buf, sizeof(buf), &r, param->pdata,
 			    param->pdata_len);
 	if (n < 0)
 		return (int)n;
-
-	iw_cm_fill_event(qp, f, &qp->est);
-	qp->initiator = false;
-	qp->rev = f->rev;
-	qp->enhanced = f->enhanced;
-	qp->p2p = r.p2p;
-	qp->rtr_set = r.rtr;
-	qp->crc = r.crc;
-	qp->markers_rx = r.markers;
-	qp->markers_tx = f->markers;
-	qp->ird = use.ird;
-	qp->ord = use.ord;
-	qp->fd = req->fd;
-	req->fd = -1;
-	iw_req_unlink(req);
-	free(req);
+	iw_accept_adopt(qp, req, &r, &use);
 	if (iw_qp_setup_full_op(qp))
 		return -ENOMEM;
 	qp->cm = CM_WAIT_RTR;

@@ -211,31 +211,47 @@ static bool iw_qp_can_post(const struct iw_qp *qp)
 	       qp->cm != CM_CLOSED && qp->cm != CM_ERROR;
 }
 
-int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr)
+/* The work request is well formed: -EINVAL if not, else its length. */
+static int iw_send_wr_check(const struct iw_qp *qp,
+			    const struct iw_send_wr *wr, uint32_t *len)
 {
-	uint32_t idx, len;
-	struct iw_swqe *w;
-	int ret;
-
-	ret = iw_sgl_len(wr->sgl, wr->num_sge, &len);
-	if (ret || wr->op > IW_WR_ATOMIC_CSWAP)
+	if (iw_sgl_len(wr->sgl, wr->num_sge, len) ||
+	    wr->op > IW_WR_ATOMIC_CSWAP)
 		return -EINVAL;
 	if ((wr->flags & IW_WR_INLINE) &&
-	    (len > IW_MAX_INLINE || wr->op == IW_WR_READ ||
+	    (*len > IW_MAX_INLINE || wr->op == IW_WR_READ ||
 	     iw_wr_atomic(wr->op)))
 		return -EINVAL;
 	/* the original value goes to one 8-octet buffer or nowhere */
 	if (iw_wr_atomic(wr->op) &&
 	    (!qp->atomics || (wr->num_sge &&
-			      (wr->num_sge != 1 || len != 8 ||
+			      (wr->num_sge != 1 || *len != 8 ||
 			       !wr->sgl[0].addr))))
 		return -EINVAL;
-	if (!iw_qp_can_post(qp))
-		return -ENOTCONN;
-	if (qp->sq_tail - qp->sq_head == qp->sq_size)
-		return -EAGAIN;
-	idx = qp->sq_tail & (qp->sq_size - 1);
-	w = &qp->sq[idx];
+	return 0;
+}
+
+/* Inline data is copied into the slot's own buffer, one SGE. */
+static void iw_swqe_inline(struct iw_qp *qp, struct iw_swqe *w,
+			   const struct iw_send_wr *wr, uint32_t idx)
+{
+	uint8_t *buf = qp->sq_inline + (size_t)idx * IW_MAX_INLINE;
+	uint32_t off = 0;
+	int i;
+
+	for (i = 0; i < wr->num_sge; i++) {
+		memcpy(buf + off, wr->sgl[i].addr, wr->sgl[i].len);
+		off += wr->sgl[i].len;
+	}
+	w->sge[0].addr = buf;
+	w->sge[0].len = w->len;
+	w->nsge = w->len ? 1 : 0;
+}
+
+static void iw_swqe_fill(struct iw_qp *qp, struct iw_swqe *w,
+			 const struct iw_send_wr *wr, uint32_t len,
+			 uint32_t idx)
+{
 	memset(w, 0, sizeof(*w));
 	w->ctx = wr->ctx;
 	w->op = wr->op;
@@ -252,23 +268,26 @@ int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr)
 		w->compare_mask = wr->compare_mask;
 	}
 	if (wr->flags & IW_WR_INLINE) {
-		uint8_t *buf = qp->sq_inline + (size_t)idx * IW_MAX_INLINE;
-		uint32_t off = 0;
-		int i;
-
-		for (i = 0; i < wr->num_sge; i++) {
-			memcpy(buf + off, wr->sgl[i].addr, wr->sgl[i].len);
-			off += wr->sgl[i].len;
-		}
-		w->sge[0].addr = buf;
-		w->sge[0].len = len;
-		w->nsge = len ? 1 : 0;
-	} else {
-		if (wr->num_sge)
-			memcpy(w->sge, wr->sgl,
-			       (size_t)wr->num_sge * sizeof(*w->sge));
-		w->nsge = wr->num_sge;
+		iw_swqe_inline(qp, w, wr, idx);
+		return;
 	}
+	if (wr->num_sge)
+		memcpy(w->sge, wr->sgl, (size_t)wr->num_sge * sizeof(*w->sge));
+	w->nsge = wr->num_sge;
+}
+
+int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr)
+{
+	uint32_t idx, len;
+
+	if (iw_send_wr_check(qp, wr, &len))
+		return -EINVAL;
+	if (!iw_qp_can_post(qp))
+		return -ENOTCONN;
+	if (qp->sq_tail - qp->sq_head == qp->sq_size)
+		return -EAGAIN;
+	idx = qp->sq_tail & (qp->sq_size - 1);
+	iw_swqe_fill(qp, &qp->sq[idx], wr, len, idx);
 	qp->sq_tail++;
 	if (qp->cm == CM_RTS && !(wr->flags & IW_WR_MORE))
 		iw_qp_tx(qp);

@@ -702,6 +702,75 @@ static bool iw_rx_drain_stage(struct iw_qp *qp)
 	return qp->rx.state != IW_RX_STALLED;
 }
 
+/* One read: a large payload piece in place with what follows it
+ * (trailer, next header) through the stage, or the stage alone. */
+static ssize_t iw_rx_recv(struct iw_qp *qp, uint8_t *buf, size_t len,
+			  bool direct, size_t *asked)
+{
+	if (direct) {
+		struct iovec v[2] = { { buf, len },
+				      { qp->stage, RX_HDR_READ } };
+		struct msghdr mh = { .msg_iov = v, .msg_iovlen = 2 };
+
+		*asked = len + RX_HDR_READ;
+		return recvmsg(qp->fd, &mh, MSG_DONTWAIT);
+	}
+	*asked = qp->rx_big ? RX_HDR_READ : sizeof(qp->stage);
+	return recv(qp->fd, qp->stage, *asked, MSG_DONTWAIT);
+}
+
+/* A read that failed; true when it is worth trying again at once. */
+static bool iw_rx_recv_failed(struct iw_qp *qp)
+{
+	struct iw_err err;
+
+	if (errno == EINTR)
+		return true;
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		qp->stats.rx_empty++;
+		/* only while long messages stream in: a small-message
+		 * ping-pong reads at once */
+		qp->rx_dry = qp->rx_stream || !iw_rx_at_boundary(&qp->rx);
+		return false;
+	}
+	iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_CLOSED,
+		"TCP receive failed");
+	iw_qp_fatal(qp, &err, NULL, false);
+	return false;
+}
+
+/* Feeds n octets just read (the first len of them placed already when
+ * direct); false when the pump should stop. */
+static bool iw_rx_take(struct iw_qp *qp, size_t n, size_t len, bool direct,
+		       bool drained)
+{
+	qp->rx_big = direct;
+	if (direct) {
+		size_t placed = n < len ? n : len;
+
+		if (iw_rx_advance(&qp->rx, placed)) {
+			iw_rx_failed(qp);
+			return false;
+		}
+		if (n == placed)
+			return !drained;
+		n -= placed;
+	}
+	qp->stage_off = 0;
+	qp->stage_len = n;
+	return iw_rx_drain_stage(qp) && !drained;
+}
+
+/* The stream can be read now: what is staged went through and, after an
+ * empty read, poll() says more has come. */
+static bool iw_rx_ready(struct iw_qp *qp)
+{
+	if (qp->stage_len || qp->rx_dry)
+		return iw_rx_drain_stage(qp) &&
+		       !iw_sock_still(qp->fd, &qp->rx_dry, POLLIN);
+	return qp->rx.state != IW_RX_STALLED;
+}
+
 /*
  * Reads what the socket has. Headers and small payloads go through the
  * staging buffer (one recv for many FPDUs); large payload pieces are
@@ -716,19 +785,14 @@ int iw_rx_pump(struct iw_qp *qp)
 {
 	size_t budget = 8u << 20;
 
-	if (qp->stage_len || qp->rx_dry) {
-		if (!iw_rx_drain_stage(qp) ||
-		    iw_sock_still(qp->fd, &qp->rx_dry, POLLIN))
-			return 0;
-	} else if (qp->rx.state == IW_RX_STALLED) {
+	if (!iw_rx_ready(qp))
 		return 0;
-	}
 	while (qp->fd >= 0 && !qp->rx_eof && budget &&
 	       qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {
 		uint8_t *buf;
 		size_t len, asked;
 		ssize_t n;
-		bool direct, drained;
+		bool direct;
 
 		iw_rx_want(&qp->rx, &buf, &len);
 		if (!len) {
@@ -736,67 +800,21 @@ int iw_rx_pump(struct iw_qp *qp)
 				iw_rx_failed(qp);
 			break;
 		}
+		/* after a large segment the next is likely large too */
 		direct = qp->rx.state == IW_RX_PAYLOAD && len >= RX_DIRECT_MIN;
-		/* after a large segment the next is likely large too: read
-		 * only its header through the stage, the payload in place */
-		if (direct) {
-			/* the payload in place, and what follows it (trailer,
-			 * next header) through the stage, in one syscall */
-			struct iovec v[2] = { { buf, len },
-					      { qp->stage, RX_HDR_READ } };
-			struct msghdr mh = { .msg_iov = v, .msg_iovlen = 2 };
-
-			asked = len + RX_HDR_READ;
-			n = recvmsg(qp->fd, &mh, MSG_DONTWAIT);
-		} else {
-			asked = qp->rx_big ? RX_HDR_READ : sizeof(qp->stage);
-			n = recv(qp->fd, qp->stage, asked, MSG_DONTWAIT);
-		}
-		if (n < 0) {
-			struct iw_err err;
-
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				qp->stats.rx_empty++;
-				/* only while long messages stream in: a
-				 * small-message ping-pong reads at once */
-				qp->rx_dry = qp->rx_stream ||
-					     !iw_rx_at_boundary(&qp->rx);
-				break;
-			}
-			iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
-				MPA_ECODE_CLOSED, "TCP receive failed");
-			iw_qp_fatal(qp, &err, NULL, false);
-			break;
-		}
-		if (n == 0) {
-			iw_rx_eof(qp);
+		n = iw_rx_recv(qp, buf, len, direct, &asked);
+		if (n < 0 && iw_rx_recv_failed(qp))
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				iw_rx_eof(qp);
 			break;
 		}
 		qp->stats.rx_calls++;
+		budget -= (size_t)n < budget ? (size_t)n : budget;
 		/* A short read emptied the socket: asking again would only
 		 * say EAGAIN, one more syscall before every reply. */
-		drained = (size_t)n < asked;
-		budget -= (size_t)n < budget ? (size_t)n : budget;
-		qp->rx_big = direct;
-		if (direct) {
-			size_t placed = (size_t)n < len ? (size_t)n : len;
-
-			if (iw_rx_advance(&qp->rx, placed)) {
-				iw_rx_failed(qp);
-				break;
-			}
-			if ((size_t)n == placed) {
-				if (drained)
-					break;
-				continue;
-			}
-			n -= (ssize_t)placed;
-		}
-		qp->stage_off = 0;
-		qp->stage_len = (size_t)n;
-		if (!iw_rx_drain_stage(qp) || drained)
+		if (!iw_rx_take(qp, (size_t)n, len, direct, (size_t)n < asked))
 			break;
 	}
 	return 0;
