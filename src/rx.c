@@ -320,6 +320,36 @@ static void iw_rx_crc(struct iw_rx *rx, const uint8_t *p, size_t n)
 		rx->crc_acc = iw_crc32c_update(rx->crc_acc, p, n);
 }
 
+/* n payload octets arrived at buf, where the stream asked for them. */
+static int iw_rx_payload_more(struct iw_rx *rx, const uint8_t *buf, size_t n)
+{
+	iw_rx_crc(rx, buf, n);
+	rx->payload_left -= n;
+	if (!rx->discard) {
+		rx->dst.buf += n;
+		rx->dst.len -= n;
+	}
+	if (!rx->payload_left) {
+		iw_rx_to_trailer(rx);
+		return 0;
+	}
+	return iw_rx_refill(rx);
+}
+
+static int iw_rx_trailer_more(struct iw_rx *rx, const uint8_t *buf, size_t n)
+{
+	size_t pad = rx->trailer_need - MPA_CRC_LEN;
+
+	/* pad octets are covered by the CRC, the CRC itself not */
+	if (rx->trailer_have < pad)
+		iw_rx_crc(rx, buf, n < pad - rx->trailer_have ?
+				   n : pad - rx->trailer_have);
+	rx->trailer_have += n;
+	if (rx->trailer_have < rx->trailer_need)
+		return 0;
+	return iw_rx_trailer_done(rx);
+}
+
 int iw_rx_advance(struct iw_rx *rx, size_t n)
 {
 	uint8_t *buf;
@@ -354,29 +384,9 @@ int iw_rx_advance(struct iw_rx *rx, size_t n)
 		rx->hdr_have += n;
 		return iw_rx_hdr_progress(rx);
 	case IW_RX_PAYLOAD:
-		iw_rx_crc(rx, buf, n);
-		rx->payload_left -= n;
-		if (!rx->discard) {
-			rx->dst.buf += n;
-			rx->dst.len -= n;
-		}
-		if (!rx->payload_left) {
-			iw_rx_to_trailer(rx);
-			return 0;
-		}
-		return iw_rx_refill(rx);
-	case IW_RX_TRAILER: {
-		size_t pad = rx->trailer_need - MPA_CRC_LEN;
-
-		/* pad octets are covered by the CRC, the CRC itself not */
-		if (rx->trailer_have < pad)
-			iw_rx_crc(rx, buf, n < pad - rx->trailer_have ?
-					   n : pad - rx->trailer_have);
-		rx->trailer_have += n;
-		if (rx->trailer_have < rx->trailer_need)
-			return 0;
-		return iw_rx_trailer_done(rx);
-	}
+		return iw_rx_payload_more(rx, buf, n);
+	case IW_RX_TRAILER:
+		return iw_rx_trailer_more(rx, buf, n);
 	default:
 		return -EPROTO;
 	}
@@ -402,6 +412,31 @@ size_t iw_rx_whole_len(const struct iw_rx *rx, const uint8_t *p,
 		return 0;
 	fpdu = mpa_fpdu_len(ulen);
 	return avail < fpdu ? 0 : fpdu;
+}
+
+/* Places the payload at q, destination by destination; returns where
+ * the trailer starts, or NULL when no destination was found. */
+static const uint8_t *iw_rx_whole_payload(struct iw_rx *rx, const uint8_t *q)
+{
+	while (rx->state == IW_RX_PAYLOAD) {
+		size_t n = rx->payload_left;
+
+		if (!rx->discard) {
+			if (n > rx->dst.len)
+				n = rx->dst.len;
+			memcpy(rx->dst.buf, q, n);
+			rx->dst.buf += n;
+			rx->dst.len -= n;
+		}
+		q += n;
+		rx->pos += n;
+		rx->payload_left -= n;
+		if (!rx->payload_left)
+			iw_rx_to_trailer(rx);
+		else if (iw_rx_refill(rx))
+			return NULL;
+	}
+	return q;
 }
 
 /*
@@ -446,25 +481,9 @@ int iw_rx_whole(struct iw_rx *rx, const uint8_t *p, size_t fpdu,
 					IW_CRC32C_INIT;
 		return 0;
 	}
-	q = p + hlen;
-	while (rx->state == IW_RX_PAYLOAD) {
-		size_t n = rx->payload_left;
-
-		if (!rx->discard) {
-			if (n > rx->dst.len)
-				n = rx->dst.len;
-			memcpy(rx->dst.buf, q, n);
-			rx->dst.buf += n;
-			rx->dst.len -= n;
-		}
-		q += n;
-		rx->pos += n;
-		rx->payload_left -= n;
-		if (!rx->payload_left)
-			iw_rx_to_trailer(rx);
-		else if (iw_rx_refill(rx))
-			return -EPROTO;
-	}
+	q = iw_rx_whole_payload(rx, p + hlen);
+	if (!q)
+		return -EPROTO;
 	memcpy(rx->trailer, q, pad + MPA_CRC_LEN);
 	rx->trailer_have = rx->trailer_need;
 	rx->pos += pad + MPA_CRC_LEN;
