@@ -55,36 +55,29 @@ size_t rdmap_hdr_len(unsigned int op)
 	       rdmap_ops[op].extra;
 }
 
-/*
- * Checks in the order a receiver learns things (as Linux siw does): DDP
- * version, RDMAP version, opcode, then the fields that depend on them.
- */
-int ddp_hdr_parse(const uint8_t *p, size_t len, struct ddp_hdr *h,
-		  struct iw_err *err)
+/* The control octets: versions, opcode, and that T matches the opcode. */
+static int ddp_ctrl_parse(uint16_t ctrl, struct ddp_hdr *h,
+			  const struct rdmap_op_info **infop,
+			  struct iw_err *err)
 {
 	const struct rdmap_op_info *info;
-	uint16_t ctrl;
 
-	if (len < 2)
-		return -EAGAIN;
-	memset(h, 0, sizeof(*h));
-	ctrl = iw_get16(p);
 	h->tagged = ctrl & DDP_CTRL_T;
 	h->last = ctrl & DDP_CTRL_L;
 	h->ddp_ver = (ctrl & DDP_CTRL_DV) >> 8;
 	h->rdmap_ver = (ctrl & DDP_CTRL_RV) >> 6;
 	h->opcode = ctrl & DDP_CTRL_OP;
-
 	if (h->ddp_ver != DDP_VERSION)
-		return h->tagged ?
-			iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_TAGGED,
-				DDP_ECODE_T_VERSION, "DDP version not 1") :
-			iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-				DDP_ECODE_UT_VERSION, "DDP version not 1");
+		return iw_fail_v(err, IW_LAYER_DDP, h->tagged ?
+				 DDP_ETYPE_TAGGED : DDP_ETYPE_UNTAGGED,
+				 h->tagged ? DDP_ECODE_T_VERSION :
+					     DDP_ECODE_UT_VERSION,
+				 "bad DDP version", h->ddp_ver, DDP_VERSION);
 	/* RFC 5040 §4.1: 1, and 0 (RDMA Consortium) are both valid */
 	if (h->rdmap_ver > RDMAP_VERSION)
-		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
-			       RDMAP_ECODE_VERSION, "RDMAP version not 0 or 1");
+		return iw_fail_v(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+				 RDMAP_ECODE_VERSION, "RDMAP version not 0 or 1",
+				 h->rdmap_ver, RDMAP_VERSION);
 	info = rdmap_op(h->opcode);
 	if (!info)
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
@@ -93,32 +86,25 @@ int ddp_hdr_parse(const uint8_t *p, size_t len, struct ddp_hdr *h,
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_OPCODE,
 			       "tagged flag does not match opcode");
+	*infop = info;
+	return 0;
+}
 
-	if (h->tagged) {
-		if (len < DDP_TAGGED_HDR)
-			return -EAGAIN;
-		h->stag = iw_get32(p + 2);
-		h->to = iw_get64(p + 6);
-		return 0;
-	}
-	if (len < DDP_UNTAGGED_HDR)
-		return -EAGAIN;
-	h->inv_stag = iw_get32(p + 2);
-	h->qn = iw_get32(p + 6);
-	h->msn = iw_get32(p + 10);
-	h->mo = iw_get32(p + 14);
-	if (h->opcode != RDMAP_SEND_INV && h->opcode != RDMAP_SEND_SE_INV)
-		h->inv_stag = 0;	/* ignored by the receiver (§4.1) */
+/* Queue number, and the rules of single-segment messages. */
+static int ddp_untagged_check(const struct ddp_hdr *h,
+			      const struct rdmap_op_info *info,
+			      struct iw_err *err)
+{
 	/* queues 3 and 4 exist for the RFC 7306 messages only; to the
 	 * others they are as unknown as any higher number */
 	if (h->qn > (info->atomic ? DDP_QN_AREQ : DDP_QN_TERM))
-		return iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-			       DDP_ECODE_UT_INVALID_QN,
-			       "queue number out of range");
+		return iw_fail_v(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+				 DDP_ECODE_UT_INVALID_QN,
+				 "queue number out of range", h->qn, info->qn);
 	if (h->qn != info->qn)
-		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
-			       RDMAP_ECODE_OPCODE,
-			       "opcode on the wrong DDP queue");
+		return iw_fail_v(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+				 RDMAP_ECODE_OPCODE,
+				 "opcode on the wrong DDP queue", h->qn, info->qn);
 	/* atomics are single-segment too; a split one is not an atomic */
 	if (info->atomic && (h->mo != 0 || !h->last))
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
@@ -134,6 +120,38 @@ int ddp_hdr_parse(const uint8_t *p, size_t len, struct ddp_hdr *h,
 			       RDMAP_ECODE_CATASTROPHIC_STREAM,
 			       "Read Request/Terminate without L bit");
 	return 0;
+}
+
+/*
+ * Checks in the order a receiver learns things (as Linux siw does): DDP
+ * version, RDMAP version, opcode, then the fields that depend on them.
+ */
+int ddp_hdr_parse(const uint8_t *p, size_t len, struct ddp_hdr *h,
+		  struct iw_err *err)
+{
+	const struct rdmap_op_info *info = NULL;
+
+	if (len < 2)
+		return -EAGAIN;
+	memset(h, 0, sizeof(*h));
+	if (ddp_ctrl_parse(iw_get16(p), h, &info, err))
+		return -EPROTO;
+	if (h->tagged) {
+		if (len < DDP_TAGGED_HDR)
+			return -EAGAIN;
+		h->stag = iw_get32(p + 2);
+		h->to = iw_get64(p + 6);
+		return 0;
+	}
+	if (len < DDP_UNTAGGED_HDR)
+		return -EAGAIN;
+	h->inv_stag = iw_get32(p + 2);
+	h->qn = iw_get32(p + 6);
+	h->msn = iw_get32(p + 10);
+	h->mo = iw_get32(p + 14);
+	if (h->opcode != RDMAP_SEND_INV && h->opcode != RDMAP_SEND_SE_INV)
+		h->inv_stag = 0;	/* ignored by the receiver (§4.1) */
+	return ddp_untagged_check(h, info, err);
 }
 
 ssize_t ddp_hdr_build(uint8_t *buf, size_t cap, const struct ddp_hdr *h)

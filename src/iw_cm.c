@@ -108,8 +108,8 @@ int iw_negotiate_initiator(struct iw_ird_ord local, uint16_t max_ird,
 
 /* Logs an MPA frame's octets after the key (flags, rev, PD_Length,
  * private data) at info level: interop logs show what was negotiated. */
-static void iw_log_frame(struct iw_dev *dev, const char *what,
-			 const uint8_t *f, size_t len)
+static void iw_log_frame(struct iw_dev *dev, const char *who,
+			 const char *what, const uint8_t *f, size_t len)
 {
 	char hex[3 * 32 + 8];
 	size_t i, n = 0;
@@ -118,7 +118,42 @@ static void iw_log_frame(struct iw_dev *dev, const char *what,
 		n += (size_t)snprintf(hex + n, sizeof(hex) - n, " %02x", f[i]);
 	if (i < len)
 		snprintf(hex + n, sizeof(hex) - n, " ...");
-	iw_log(dev, 1, "MPA %s:%s", what, hex);
+	iw_log(dev, IW_LOG_INFO, "%s: MPA %s:%s", who, what, hex);
+}
+
+/* The key of a frame that failed, printable, against the one due. */
+static void iw_log_bad_key(struct iw_dev *dev, const char *who,
+			   const uint8_t *f, size_t len, enum mpa_kind kind)
+{
+	const char *key = kind == MPA_REQUEST ? MPA_KEY_REQ : MPA_KEY_REP;
+	char got[MPA_KEY_LEN + 1];
+	size_t i;
+
+	if (len > MPA_KEY_LEN)
+		len = MPA_KEY_LEN;
+	if (!memcmp(f, key, len))
+		return;
+	for (i = 0; i < len; i++)
+		got[i] = f[i] >= 0x20 && f[i] < 0x7f ? (char)f[i] : '.';
+	got[i] = 0;
+	iw_log(dev, IW_LOG_WARN, "%s: wrong MPA key: got \"%s\", expected "
+	       "\"%s\"", who, got, key);
+}
+
+/* "req <local>-<peer>": a connection request in log lines. */
+static const char *iw_req_label(const struct iw_conn_req *req, char *buf,
+				size_t size)
+{
+	struct sockaddr_storage a = { 0 }, b = { 0 };
+	socklen_t al = sizeof(a), bl = sizeof(b);
+	char la[64] = "-", pa[64] = "-";
+
+	if (req->fd >= 0 && !getsockname(req->fd, (struct sockaddr *)&a, &al))
+		iw_sa_str(&a, la, sizeof(la));
+	if (req->fd >= 0 && !getpeername(req->fd, (struct sockaddr *)&b, &bl))
+		iw_sa_str(&b, pa, sizeof(pa));
+	snprintf(buf, size, "req %s-%s", la, pa);
+	return buf;
 }
 
 /* ---- sockets */
@@ -262,8 +297,9 @@ static int iw_cm_send_request(struct iw_qp *qp)
 	qp->rep_have = 0;
 	qp->cm = CM_WAIT_REP;
 	qp->deadline = iw_now_ms() + p->timeout_ms;
-	iw_log_frame(qp->pd->dev, "Request sent", buf, (size_t)n);
-	return iw_tx_ctrl(qp, buf, (size_t)n);
+	iw_log_frame(qp->pd->dev, iw_qp_label(qp), "Request sent", buf,
+		     (size_t)n);
+	return iw_qp_ctrl(qp, buf, (size_t)n);
 }
 
 static void iw_cm_unreachable(struct iw_qp *qp, int status,
@@ -275,12 +311,15 @@ static void iw_cm_unreachable(struct iw_qp *qp, int status,
 	};
 
 	bool report = !qp->ev_final;
+	char why[160];
 
 	if (err)
 		ev.err = *err;
 	else
 		iw_fail(&ev.err, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_CLOSED,
 			"connection closed during MPA startup");
+	iw_qp_log(qp, IW_LOG_INFO, "connection setup failed: %s (%s)",
+		  strerror(-status), iw_err_why(&ev.err, why, sizeof(why)));
 	iw_qp_close_socket(qp, true);
 	qp->ev_final = true;	/* this event, not a generic error */
 	iw_qp_fatal(qp, &ev.err, NULL, false);
@@ -293,7 +332,7 @@ static void iw_cm_unreachable(struct iw_qp *qp, int status,
 static int iw_cm_reply_eof(struct iw_qp *qp, int status)
 {
 	if (qp->param.retry_rev1 && !qp->retried && qp->rev == 2) {
-		iw_log(qp->pd->dev, 1, "MPA rev 2 refused, retrying rev 1");
+		iw_qp_log(qp, IW_LOG_INFO, "MPA rev 2 refused, retrying rev 1");
 		iw_qp_close_socket(qp, false);
 		qp->retried = true;
 		qp->ctrl_len = qp->ctrl_off = 0;
@@ -348,33 +387,37 @@ static void iw_cm_rejected(struct iw_qp *qp, const struct mpa_frame *f)
 		iw_qp_event(qp, &ev);
 }
 
+/* IRD and ORD from the Reply (RFC 6581 §9.1); a Reply without the
+ * enhanced block negotiates nothing. */
+static int iw_cm_reply_ird_ord(struct iw_qp *qp, const struct mpa_frame *f,
+			       struct iw_err *err)
+{
+	const struct iw_conn_param *p = &qp->param;
+	struct iw_ird_ord local = { p->ird, p->ord }, use = local;
+	struct iw_ird_ord peer = { NO_NEG, NO_NEG };
+	int ret;
+
+	if (qp->enhanced && f->enhanced)
+		peer = (struct iw_ird_ord){ f->ird, f->ord };
+	ret = iw_negotiate_initiator(local, p->max_ird, peer, &use, err);
+	qp->ird = use.ird;
+	qp->ord = use.ord;
+	return qp->enhanced && f->enhanced ? ret : 0;
+}
+
 /* Full operation begins for the initiator once the Reply is accepted. */
 static int iw_cm_reply_accepted(struct iw_qp *qp, const struct mpa_frame *f)
 {
 	const struct iw_conn_param *p = &qp->param;
-	struct iw_ird_ord use = { p->ird, p->ord };
 	struct iw_err err = { 0 };
-	int ret = 0;
+	int ret;
 
 	iw_cm_fill_event(qp, f, &qp->est);
 	qp->crc = p->crc || f->crc;
 	qp->markers_tx = f->markers;
 	qp->markers_rx = p->markers;
 	qp->p2p = qp->enhanced && f->enhanced && f->p2p && !p->client_server;
-	if (qp->enhanced && f->enhanced)
-		ret = iw_negotiate_initiator((struct iw_ird_ord){ p->ird,
-								   p->ord },
-					     p->max_ird,
-					     (struct iw_ird_ord){ f->ird,
-								  f->ord },
-					     &use, &err);
-	else
-		iw_negotiate_initiator((struct iw_ird_ord){ p->ird, p->ord },
-				       p->max_ird,
-				       (struct iw_ird_ord){ NO_NEG, NO_NEG },
-				       &use, &err);
-	qp->ird = use.ird;
-	qp->ord = use.ord;
+	ret = iw_cm_reply_ird_ord(qp, f, &err);
 	if (iw_qp_setup_full_op(qp))
 		iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
 			MPA_ECODE_LOCAL_CATASTROPHIC, "out of memory");
@@ -390,8 +433,10 @@ static int iw_cm_reply_accepted(struct iw_qp *qp, const struct mpa_frame *f)
 				      "no RTR type in common");
 	}
 	if (ret || err.why) {
-		iw_log(qp->pd->dev, 0, "MPA Reply refused: %s",
-		       err.why ? err.why : "?");
+		char why[160];
+
+		iw_qp_log(qp, IW_LOG_WARN, "MPA Reply refused: %s",
+			  err.why ? iw_err_why(&err, why, sizeof(why)) : "?");
 		iw_qp_fatal(qp, &err, NULL, true);
 		return -EPROTO;
 	}
@@ -419,23 +464,33 @@ static int iw_cm_read_reply(struct iw_qp *qp)
 	if (ret == -ECONNRESET || ret == -EPIPE)
 		return iw_cm_reply_eof(qp, ret);
 	if (ret < 0) {
+		char why[160];
+
 		if (ret == -EPROTO)
-			iw_log(qp->pd->dev, 0, "bad MPA Reply: %s",
-			       err.why ? err.why : "too long");
+			iw_qp_log(qp, IW_LOG_WARN, "bad MPA Reply: %s",
+				  err.why ? iw_err_why(&err, why, sizeof(why)) :
+					    "too long");
+		if (ret == -EPROTO)
+			iw_log_bad_key(qp->pd->dev, iw_qp_label(qp), qp->rep,
+				       qp->rep_have, MPA_REPLY);
 		if (ret == -EPROTO && !err.why)
 			iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
 				MPA_ECODE_REQ_REP, "bad MPA Reply");
 		iw_cm_unreachable(qp, ret, ret == -EPROTO ? &err : NULL);
 		return ret;
 	}
-	iw_log_frame(qp->pd->dev, "Reply received", qp->rep, qp->rep_have);
+	iw_log_frame(qp->pd->dev, iw_qp_label(qp), "Reply received", qp->rep,
+		     qp->rep_have);
 	if (f.reject) {
 		iw_cm_rejected(qp, &f);
 		return -ECONNREFUSED;
 	}
 	if (f.rev > qp->rev) {
-		iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_REQ_REP,
-			"Reply revision above the Request's");
+		iw_fail_v(&err, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_REQ_REP,
+			  "Reply revision above the Request's", f.rev,
+			  qp->rev);
+		iw_qp_log(qp, IW_LOG_WARN, "MPA Reply revision %u, expected "
+			  "at most %u", f.rev, qp->rev);
 		iw_cm_unreachable(qp, -EPROTO, &err);
 		return -EPROTO;
 	}
@@ -566,7 +621,10 @@ static void iw_req_drop(struct iw_conn_req *req, const char *why)
 {
 	struct iw_listener *l = req->l;
 
-	iw_log(l->dev, 1, "dropping connection request: %s", why);
+	char who[160];
+
+	iw_log(l->dev, IW_LOG_INFO, "%s: dropping connection request: %s",
+	       iw_req_label(req, who, sizeof(who)), why);
 	iw_req_unlink(req);
 	if (req->notified && l->ops && l->ops->conn_dropped)
 		l->ops->conn_dropped(l->arg, req);
@@ -677,8 +735,9 @@ static void iw_listener_accept_tcp(struct iw_listener *l)
 
 		if (fd < 0 && iw_accept_starved(errno)) {
 			if (!l->starved)
-				iw_log(l->dev, 1, "accept: %s; retrying every "
-				       "%d ms", strerror(errno),
+				iw_log(l->dev, IW_LOG_INFO, "listener fd %d: "
+				       "accept: %s; retrying every %d ms",
+				       l->fd, strerror(errno),
 				       IW_ACCEPT_BACKOFF_MS);
 			l->starved = true;
 			l->accept_after = iw_now_ms() + IW_ACCEPT_BACKOFF_MS;
@@ -715,6 +774,7 @@ static void iw_req_send_reject(struct iw_conn_req *req, const void *pdata,
 		.p2p = req->f.p2p,
 	};
 	uint8_t buf[IW_CTRL_MAX];
+	char who[160];
 	ssize_t n;
 
 	if (io) {
@@ -724,35 +784,53 @@ static void iw_req_send_reject(struct iw_conn_req *req, const void *pdata,
 	if (r.enhanced && len > MPA_MAX_PD - MPA_ENH_LEN)
 		len = MPA_MAX_PD - MPA_ENH_LEN;
 	n = mpa_frame_build(buf, sizeof(buf), &r, pdata, len);
+	iw_req_label(req, who, sizeof(who));
 	if (n > 0)
-		iw_log_frame(req->l->dev, "Reply (reject) sent", buf,
+		iw_log_frame(req->l->dev, who, "Reply (reject) sent", buf,
 			     (size_t)n);
 	if (n > 0 && send(req->fd, buf, (size_t)n, MSG_NOSIGNAL) != n)
-		iw_log(req->l->dev, 1, "reject frame not fully sent");
+		iw_log(req->l->dev, IW_LOG_INFO, "%s: reject frame not fully "
+		       "sent", who);
 }
 
 enum { IW_REQ_WAIT, IW_REQ_READY, IW_REQ_DROPPED };
+
+/* A Request that failed to parse, or a socket that failed: dropped. */
+static int iw_req_bad(struct iw_conn_req *req, int ret,
+		      const struct iw_err *err)
+{
+	char who[160], why[160];
+
+	if (ret == -EPROTO)
+		iw_log_bad_key(req->l->dev, iw_req_label(req, who, sizeof(who)),
+			       req->buf, req->have, MPA_REQUEST);
+	iw_req_drop(req, ret != -EPROTO ? "connection closed during MPA "
+					   "Request" :
+			 err->why ? iw_err_why(err, why, sizeof(why)) :
+				    "bad MPA Request");
+	return IW_REQ_DROPPED;
+}
 
 /* Reads what has arrived of a Request; drops bad or refused ones. */
 static int iw_req_read(struct iw_conn_req *req)
 {
 	struct iw_listener *l = req->l;
 	struct iw_err err = { 0 };
+	char who[160];
 	int ret;
 
 	ret = iw_read_frame(req->fd, req->buf, &req->have, MPA_REQUEST,
 			    &req->f, &err);
 	if (ret == 0 || ret == -EAGAIN)
 		return IW_REQ_WAIT;
-	if (ret < 0) {
-		iw_req_drop(req, ret == -EPROTO ?
-			    (err.why ? err.why : "bad MPA Request") :
-			    "connection closed during MPA Request");
-		return IW_REQ_DROPPED;
-	}
-	iw_log_frame(l->dev, "Request received", req->buf, req->have);
+	if (ret < 0)
+		return iw_req_bad(req, ret, &err);
+	iw_log_frame(l->dev, iw_req_label(req, who, sizeof(who)),
+		     "Request received", req->buf, req->have);
 	/* a responder of a lower revision closes (RFC 6581 §10) */
 	if (req->f.rev > l->param.max_rev) {
+		iw_log(l->dev, IW_LOG_INFO, "%s: MPA revision %u, expected at "
+		       "most %u", who, req->f.rev, l->param.max_rev);
 		iw_req_drop(req, "MPA revision above what we accept");
 		return IW_REQ_DROPPED;
 	}
@@ -839,13 +917,71 @@ static uint8_t iw_cm_reply_rtr(const struct iw_conn_param *p, uint8_t offered)
 	return p->rtr_reply_all ? ok : iw_cm_pick_rtr(ok);
 }
 
+/* Fills the Reply r to the Request and what our side will use;
+ * -ECONNREFUSED after rejecting a peer whose IRD is too small. */
+static int iw_accept_reply(struct iw_conn_req *req,
+			   const struct iw_conn_param *param,
+			   const struct iw_conn_param *qparam,
+			   struct mpa_frame *r, struct iw_ird_ord *use)
+{
+	const struct mpa_frame *f = &req->f;
+	struct iw_ird_ord reply = { NO_NEG, NO_NEG };
+	struct iw_ird_ord local = { param->ird, param->ord };
+	struct iw_err err = { 0 };
+
+	r->enhanced = f->enhanced;
+	r->crc = param->crc || f->crc;
+	r->markers = param->markers;
+	if (!f->enhanced) {
+		iw_negotiate_responder(local, qparam->max_ird, 0,
+				       (struct iw_ird_ord){ NO_NEG, NO_NEG },
+				       false, &reply, use, &err);
+		return 0;
+	}
+	r->p2p = f->p2p;
+	r->rtr = r->p2p ? iw_cm_reply_rtr(qparam, f->rtr) : 0;
+	if (iw_negotiate_responder(local, qparam->max_ird, param->ord_min,
+				   (struct iw_ird_ord){ f->ird, f->ord },
+				   r->rtr & IW_RTR_READ, &reply, use, &err)) {
+		iw_req_send_reject(req, NULL, 0, &reply);
+		req->notified = false;
+		iw_req_drop(req, err.why);
+		return -ECONNREFUSED;
+	}
+	r->ird = reply.ird;
+	r->ord = reply.ord;
+	return 0;
+}
+
+/* The QP takes over the request's socket and what was agreed. */
+static void iw_accept_adopt(struct iw_qp *qp, struct iw_conn_req *req,
+			    const struct mpa_frame *r,
+			    const struct iw_ird_ord *use)
+{
+	const struct mpa_frame *f = &req->f;
+
+	iw_cm_fill_event(qp, f, &qp->est);
+	qp->initiator = false;
+	qp->rev = f->rev;
+	qp->enhanced = f->enhanced;
+	qp->p2p = r->p2p;
+	qp->rtr_set = r->rtr;
+	qp->crc = r->crc;
+	qp->markers_rx = r->markers;
+	qp->markers_tx = f->markers;
+	qp->ird = use->ird;
+	qp->ord = use->ord;
+	qp->fd = req->fd;
+	req->fd = -1;
+	iw_req_unlink(req);
+	free(req);
+}
+
 int iw_accept(struct iw_conn_req *req, struct iw_qp *qp,
 	      const struct iw_conn_param *param)
 {
-	const struct mpa_frame *f = &req->f;
-	struct mpa_frame r = { .kind = MPA_REPLY, .rev = f->rev };
-	struct iw_ird_ord reply = { NO_NEG, NO_NEG }, use;
-	struct iw_err err = { 0 };
+	struct mpa_frame r = { .kind = MPA_REPLY, .rev = req->f.rev };
+	struct iw_ird_ord use;
 	uint8_t buf[IW_CTRL_MAX];
 	ssize_t n;
 	int ret;
@@ -854,66 +990,29 @@ int iw_accept(struct iw_conn_req *req, struct iw_qp *qp,
 		return -EINVAL;
 	qp->param = *param;
 	iw_cm_defaults(&qp->param);
-	qp->param.rev = f->rev;
+	qp->param.rev = req->f.rev;
 	/* the Reply mirrors the Request: no enhanced block, 512 octets */
-	qp->param.no_enhanced = !f->enhanced;
+	qp->param.no_enhanced = !req->f.enhanced;
 	ret = iw_cm_check_param(&qp->param);
 	if (ret)
 		return ret;
-	if (param->crc_strict && !f->crc) {
+	if (param->crc_strict && !req->f.crc) {
 		iw_reject(req, NULL, 0);
 		return -ECONNREFUSED;
 	}
-	r.enhanced = f->enhanced;
-	r.crc = param->crc || f->crc;
-	r.markers = param->markers;
-	if (f->enhanced) {
-		r.p2p = f->p2p;
-		r.rtr = r.p2p ? iw_cm_reply_rtr(&qp->param, f->rtr) : 0;
-		ret = iw_negotiate_responder(
-			(struct iw_ird_ord){ param->ird, param->ord },
-			qp->param.max_ird, param->ord_min,
-			(struct iw_ird_ord){ f->ird, f->ord },
-			r.rtr & IW_RTR_READ, &reply, &use, &err);
-		if (ret) {
-			iw_req_send_reject(req, NULL, 0, &reply);
-			req->notified = false;
-			iw_req_drop(req, err.why);
-			return -ECONNREFUSED;
-		}
-		r.ird = reply.ird;
-		r.ord = reply.ord;
-	} else {
-		iw_negotiate_responder(
-			(struct iw_ird_ord){ param->ird, param->ord },
-			qp->param.max_ird, 0,
-			(struct iw_ird_ord){ NO_NEG, NO_NEG }, false, &reply,
-			&use, &err);
-	}
+	ret = iw_accept_reply(req, param, &qp->param, &r, &use);
+	if (ret)
+		return ret;
 	n = mpa_frame_build(buf, sizeof(buf), &r, param->pdata,
 			    param->pdata_len);
 	if (n < 0)
 		return (int)n;
-
-	iw_cm_fill_event(qp, f, &qp->est);
-	qp->initiator = false;
-	qp->rev = f->rev;
-	qp->enhanced = f->enhanced;
-	qp->p2p = r.p2p;
-	qp->rtr_set = r.rtr;
-	qp->crc = r.crc;
-	qp->markers_rx = r.markers;
-	qp->markers_tx = f->markers;
-	qp->ird = use.ird;
-	qp->ord = use.ord;
-	qp->fd = req->fd;
-	req->fd = -1;
-	iw_req_unlink(req);
-	free(req);
+	iw_accept_adopt(qp, req, &r, &use);
 	if (iw_qp_setup_full_op(qp))
 		return -ENOMEM;
 	qp->cm = CM_WAIT_RTR;
 	qp->deadline = iw_now_ms() + qp->param.timeout_ms;
-	iw_log_frame(qp->pd->dev, "Reply sent", buf, (size_t)n);
-	return iw_tx_ctrl(qp, buf, (size_t)n);
+	iw_log_frame(qp->pd->dev, iw_qp_label(qp), "Reply sent", buf,
+		     (size_t)n);
+	return iw_qp_ctrl(qp, buf, (size_t)n);
 }

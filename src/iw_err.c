@@ -13,8 +13,34 @@ int iw_fail(struct iw_err *err, uint8_t layer, uint8_t etype, uint8_t ecode,
 		err->etype = etype;
 		err->ecode = ecode;
 		err->why = why;
+		err->vals = false;
 	}
 	return -EPROTO;
+}
+
+int iw_fail_v(struct iw_err *err, uint8_t layer, uint8_t etype,
+	      uint8_t ecode, const char *why, uint64_t got, uint64_t want)
+{
+	iw_fail(err, layer, etype, ecode, why);
+	if (err) {
+		err->vals = true;
+		err->got = got;
+		err->want = want;
+	}
+	return -EPROTO;
+}
+
+const char *iw_err_why(const struct iw_err *err, char *buf, size_t size)
+{
+	const char *why = err->why ? err->why : "-";
+
+	if (err->vals)
+		snprintf(buf, size, "%s: got %llu, expected %llu", why,
+			 (unsigned long long)err->got,
+			 (unsigned long long)err->want);
+	else
+		snprintf(buf, size, "%s", why);
+	return buf;
 }
 
 struct iw_err_name {

@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Engine internals shared by iw_dev.c (device, PDs, STags), iw_cm.c
- * (connection setup), iw_qp.c (queues, completions, teardown), iw_tx.c
- * (transmit pump) and iw_qprx.c (receive placement).
+ * Engine internals. The files are layered and call only downward:
+ *
+ *   iw_qp.c       the QP: create, post, close, the progress entry point;
+ *                 it alone decides when to transmit and when to receive
+ *   iw_cm.c  iw_tx.c  iw_qprx.c
+ *                 connection setup, transmit pump, receive placement;
+ *                 none calls another or iw_qp.c
+ *   iw_qpcore.c   what those three report upward: events, completions,
+ *                 the move to error (Terminate, flush), socket close,
+ *                 control frames, log lines naming the connection
+ *   iw_dev.c  rx.c  ddp.c  mpa.c  crc32c.c  iw_err.c
+ *                 device and STags, receive stream, codecs
  */
 #ifndef IWARP_IW_PRIV_H
 #define IWARP_IW_PRIV_H
@@ -325,31 +334,42 @@ static inline bool iw_wr_atomic(enum iw_wr_opcode op)
 	return op == IW_WR_ATOMIC_FADD || op == IW_WR_ATOMIC_CSWAP;
 }
 
-/* iw_qp.c */
-void iw_qp_remote_fatal(struct iw_qp *qp, const struct rdmap_term *t,
-			const uint8_t *raw, size_t len);
+/* ---- iw_qpcore.c: the narrow interface beneath the QP. Connection
+ * setup, transmit and receive report upward only through these. */
+int iw_qp_setup_full_op(struct iw_qp *qp);
 void iw_qp_event(struct iw_qp *qp, struct iw_cm_event *ev);
+void iw_qp_established(struct iw_qp *qp);
 void iw_qp_final_event(struct iw_qp *qp, enum iw_cm_event_type type,
 		       int status);
+void iw_qp_complete(struct iw_qp *qp, const struct iw_wc *wc);
+void iw_qp_sq_complete_ready(struct iw_qp *qp);
+void iw_qp_flush_rwqe(struct iw_qp *qp, void *ctx, enum iw_wc_status st,
+		      const struct iw_err *err);
+void iw_qp_flush(struct iw_qp *qp, enum iw_wc_status st);
+/* Queues a control frame (MPA frame, Terminate) ahead of all FPDUs. */
+int iw_qp_ctrl(struct iw_qp *qp, const uint8_t *p, size_t len);
+void iw_qp_close_socket(struct iw_qp *qp, bool reset);
 /* Moves the QP to error: queues a Terminate (unless the stream is dead),
  * flushes everything, reports IW_CM_ERROR. seg: the offending segment
  * for header copies, or NULL. */
 void iw_qp_fatal(struct iw_qp *qp, const struct iw_err *err,
 		 const struct iw_rx_seg *seg, bool send_term);
-void iw_qp_complete(struct iw_qp *qp, const struct iw_wc *wc);
-void iw_qp_sq_complete_ready(struct iw_qp *qp);
-int iw_qp_setup_full_op(struct iw_qp *qp);
-void iw_qp_established(struct iw_qp *qp);
-void iw_qp_close_socket(struct iw_qp *qp, bool reset);
+void iw_qp_remote_fatal(struct iw_qp *qp, const struct rdmap_term *t,
+			const uint8_t *raw, size_t len);
+/* "addr:port" or "[addr]:port" of ss, "-" if neither. */
+void iw_sa_str(const struct sockaddr_storage *ss, char *buf, size_t size);
+/* A log line that starts with iw_qp_label(qp). */
+void iw_qp_log(struct iw_qp *qp, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
-/* iw_cm.c */
+/* ---- iw_cm.c */
 int iw_cm_progress(struct iw_qp *qp);
 void iw_cm_defaults(struct iw_conn_param *p);
 /* Sets qp's negotiated view from the peer's frame (shared by roles). */
 void iw_cm_fill_event(struct iw_qp *qp, const struct mpa_frame *f,
 		      struct iw_cm_event *ev);
 
-/* iw_tx.c */
+/* ---- iw_tx.c */
 /* Nothing that iw_tx_build could frame, nothing half written or held
  * back: the busy-poll loop's common case, answered without a call. */
 static inline bool iw_tx_idle(const struct iw_qp *qp)
@@ -359,19 +379,12 @@ static inline bool iw_tx_idle(const struct iw_qp *qp)
 	       !qp->tx_irq_busy && !qp->irq_count && qp->sq_tx == qp->sq_tail;
 }
 
-int iw_tx_pump_busy(struct iw_qp *qp);
-
-/* Writes what is ready to go. */
-static inline int iw_tx_pump(struct iw_qp *qp)
-{
-	return iw_tx_idle(qp) ? 0 : iw_tx_pump_busy(qp);
-}
+/* Writes what is ready to go. -EPIPE: the socket refused a send and
+ * the QP has not failed yet (the caller decides how); else 0. */
+int iw_tx_pump(struct iw_qp *qp);
 bool iw_tx_pending(const struct iw_qp *qp);
-int iw_tx_ctrl(struct iw_qp *qp, const uint8_t *p, size_t len);
-void iw_tx_terminate(struct iw_qp *qp, const struct iw_err *err,
-		     const struct iw_rx_seg *seg);
 
-/* iw_qprx.c */
+/* ---- iw_qprx.c */
 extern const struct iw_rx_ops iw_qprx_ops;
 int iw_rx_pump(struct iw_qp *qp);
 bool iw_rx_stalled(const struct iw_qp *qp);

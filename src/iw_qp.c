@@ -76,6 +76,7 @@ int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 	qp->attr = *attr;
 	qp->fd = -1;
 	qp->srq = attr->srq;
+	qp->rx.ops = &iw_qprx_ops;	/* placement into this QP's queues */
 	qp->sq_size = 1;
 	while (qp->sq_size < (attr->sq_size ? attr->sq_size : 256))
 		qp->sq_size <<= 1;
@@ -106,249 +107,30 @@ err:
 	return -ENOMEM;
 }
 
-/* Sizes the Read queues and starts both MPA streams. */
-int iw_qp_setup_full_op(struct iw_qp *qp)
-{
-	int mss = 0;
-	socklen_t sl = sizeof(mss);
-
-	qp->orq_cap = qp->ord ? qp->ord : 1;	/* one for a Read RTR */
-	qp->irq_cap = qp->ird ? qp->ird : 1;
-	qp->orq = calloc(qp->orq_cap, sizeof(*qp->orq));
-	qp->irq = calloc(qp->irq_cap, sizeof(*qp->irq));
-	if (!qp->orq || !qp->irq)
-		return -ENOMEM;
-	if (qp->markers_tx) {
-		qp->tx_bounce = malloc(mpa_marked_len(
-			mpa_fpdu_len(MPA_MAX_ULPDU), 0) + MPA_MARKER_LEN);
-		qp->tx_ulpdu = malloc(MPA_MAX_ULPDU);
-		if (!qp->tx_bounce || !qp->tx_ulpdu)
-			return -ENOMEM;
-	}
-	if (getsockopt(qp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) || mss <= 0)
-		mss = 1460;
-	qp->mulpdu = qp->attr.mulpdu ? qp->attr.mulpdu :
-				       mpa_mulpdu((uint32_t)mss,
-						  qp->markers_tx);
-	if (qp->mulpdu > MPA_MAX_ULPDU)
-		qp->mulpdu = MPA_MAX_ULPDU;
-	/* header-only messages are never split */
-	if (qp->mulpdu < DDP_UNTAGGED_HDR + RDMAP_AREQ_LEN)
-		qp->mulpdu = DDP_UNTAGGED_HDR + RDMAP_AREQ_LEN;
-	iw_rx_init(&qp->rx, qp->crc, qp->markers_rx, &iw_qprx_ops, qp);
-	qp->tx_mpos = 0;
-	return 0;
-}
-
-void iw_qp_event(struct iw_qp *qp, struct iw_cm_event *ev)
-{
-	if (qp->attr.ops && qp->attr.ops->cm_event)
-		qp->attr.ops->cm_event(qp->attr.arg, qp, ev);
-}
-
-void iw_qp_established(struct iw_qp *qp)
-{
-	struct iw_cm_event ev = qp->est;
-
-	qp->cm = CM_RTS;
-	qp->deadline = 0;
-	ev.type = IW_CM_ESTABLISHED;
-	ev.ird = qp->ird;
-	ev.ord = qp->ord;
-	ev.rtr_used = qp->rtr_used;
-	ev.crc = qp->crc;
-	ev.markers_rx = qp->markers_rx;
-	ev.markers_tx = qp->markers_tx;
-	ev.mulpdu = qp->mulpdu;
-	iw_qp_event(qp, &ev);
-}
-
-void iw_qp_final_event(struct iw_qp *qp, enum iw_cm_event_type type,
-		       int status)
-{
-	struct iw_cm_event ev = { .type = type, .status = status };
-
-	if (qp->ev_final)
-		return;
-	qp->ev_final = true;
-	iw_qp_event(qp, &ev);
-}
-
-void iw_qp_complete(struct iw_qp *qp, const struct iw_wc *wc)
-{
-	if (qp->attr.ops && qp->attr.ops->complete)
-		qp->attr.ops->complete(qp->attr.arg, qp, wc);
-}
-
-static enum iw_wc_opcode iw_wc_op(enum iw_wr_opcode op)
-{
-	switch (op) {
-	case IW_WR_WRITE:
-		return IW_WC_WRITE;
-	case IW_WR_READ:
-		return IW_WC_READ;
-	case IW_WR_ATOMIC_FADD:
-	case IW_WR_ATOMIC_CSWAP:
-		return IW_WC_ATOMIC;
-	default:
-		return IW_WC_SEND;
-	}
-}
-
-/* Reports finished send-queue entries from the head, in posting order. */
-void iw_qp_sq_complete_ready(struct iw_qp *qp)
-{
-	while (qp->sq_head != qp->sq_tail) {
-		struct iw_swqe *w = &qp->sq[qp->sq_head & (qp->sq_size - 1)];
-		struct iw_wc wc;
-
-		if (!w->done)
-			break;
-		qp->sq_head++;
-		if (w->status == IW_WC_SUCCESS && !(w->flags & IW_WR_SIGNALED))
-			continue;
-		memset(&wc, 0, sizeof(wc));
-		wc.ctx = w->ctx;
-		wc.op = iw_wc_op(w->op);
-		wc.status = w->status;
-		wc.err = w->err;
-		wc.byte_len = w->len;
-		iw_qp_complete(qp, &wc);
-	}
-}
-
-static void iw_flush_rwqe(struct iw_qp *qp, void *ctx,
-			  enum iw_wc_status st, const struct iw_err *err)
-{
-	struct iw_wc wc = { .ctx = ctx, .op = IW_WC_RECV, .status = st };
-
-	if (err)
-		wc.err = *err;
-	iw_qp_complete(qp, &wc);
-}
-
 /*
- * Completes everything still posted. The message that was being received
- * or sent when the stream failed gets `st`; the rest IW_WC_FLUSHED.
+ * The socket refused a send. A peer that terminated reset the
+ * connection, and its Terminate, which tells the real reason, may still
+ * wait in our receive queue: read it first.
  */
-static void iw_qp_flush(struct iw_qp *qp, enum iw_wc_status st)
+static void iw_qp_send_failed(struct iw_qp *qp)
 {
-	const struct iw_err *err = &qp->fatal;
-	uint32_t i;
+	struct iw_err err;
 
-	if (qp->flushed)
+	if (qp->cm == CM_RTS || qp->cm == CM_CLOSING)
+		iw_rx_pump(qp);
+	if (qp->cm == CM_ERROR)
 		return;
-	qp->flushed = true;
-	/* send queue: everything not done, in order */
-	for (i = qp->sq_head; i != qp->sq_tail; i++) {
-		struct iw_swqe *w = &qp->sq[i & (qp->sq_size - 1)];
-
-		if (w->done)
-			continue;
-		/* our own work did not cause the failure: it is flushed */
-		w->done = true;
-		w->status = IW_WC_FLUSHED;
-		w->err = *err;
-		w->flags |= IW_WR_SIGNALED;
-	}
-	iw_qp_sq_complete_ready(qp);
-	qp->sq_tx = qp->sq_head;
-	qp->tx_sq_busy = false;
-	qp->tx_irq_busy = false;
-	qp->orq_count = 0;
-	qp->irq_count = 0;
-	/* the Send being received, then the receive queue */
-	if (qp->rcv.active && (qp->rcv.placed || !qp->rcv.peek_mode))
-		iw_flush_rwqe(qp, qp->rcv.ctx, st, err);
-	qp->rcv.active = false;
-	while (!qp->srq && qp->rq.count) {
-		struct iw_rwqe *w = &qp->rq.q[qp->rq.head];
-
-		qp->rq.head = (qp->rq.head + 1) % qp->rq.size;
-		qp->rq.count--;
-		iw_flush_rwqe(qp, w->ctx, IW_WC_FLUSHED, err);
-	}
+	iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_CLOSED,
+		"TCP send failed");
+	iw_qp_fatal(qp, &err, NULL, false);
 }
 
-void iw_qp_close_socket(struct iw_qp *qp, bool reset)
+/* Transmits what is ready; the idle check spares the busy-poll loop a
+ * call. */
+static inline void iw_qp_tx(struct iw_qp *qp)
 {
-	if (qp->fd < 0)
-		return;
-	if (reset) {
-		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-
-		setsockopt(qp->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	}
-	close(qp->fd);
-	qp->fd = -1;
-}
-
-void iw_qp_fatal(struct iw_qp *qp, const struct iw_err *err,
-		 const struct iw_rx_seg *seg, bool send_term)
-{
-	struct iw_cm_event ev = {
-		.type = IW_CM_ERROR,
-		.status = -ECONNABORTED,
-		.remote = false,
-	};
-
-	if (qp->flushed && qp->cm == CM_ERROR)
-		return;
-	qp->fatal = *err;
-	qp->cm = CM_ERROR;
-	qp->deadline = iw_now_ms() + 2000;	/* to push the Terminate out */
-	if (send_term && qp->fd >= 0)
-		iw_tx_terminate(qp, err, seg);
-	else
-		iw_qp_close_socket(qp, true);
-	iw_qp_flush(qp, send_term ? IW_WC_FATAL : IW_WC_FLUSHED);
-	ev.err = *err;
-	if (!qp->ev_final) {
-		qp->ev_final = true;
-		iw_log(qp->pd->dev, 0, "stream terminated: %u/%u/%u %s (%s)",
-		       err->layer, err->etype, err->ecode,
-		       iw_err_str(err->layer, err->etype, err->ecode),
-		       err->why ? err->why : "-");
-		iw_qp_event(qp, &ev);
-	}
-}
-
-/* The peer's Terminate: no Terminate back, report its triple. */
-void iw_qp_remote_fatal(struct iw_qp *qp, const struct rdmap_term *t,
-			const uint8_t *raw, size_t len)
-{
-	struct iw_cm_event ev = {
-		.type = IW_CM_ERROR,
-		.status = -ECONNRESET,
-		.remote = true,
-	};
-
-	iw_fail(&qp->fatal, t->layer, t->etype, t->ecode,
-		"Terminate from the peer");
-	qp->cm = CM_ERROR;
-	iw_qp_close_socket(qp, true);
-	iw_qp_flush(qp, IW_WC_REM_ERROR);
-	ev.err = qp->fatal;
-	if (len > sizeof(qp->term_copy))
-		len = sizeof(qp->term_copy);
-	memcpy(qp->term_copy, raw, len);
-	ev.term_raw = qp->term_copy;
-	ev.term_raw_len = len;
-	if (!qp->ev_final) {
-		char hex[3 * RDMAP_TERM_MAX + 1] = "";
-		size_t i, n = 0;
-
-		/* raw, because peers disagree on the layout: Linux siw 6.1
-		 * swaps the layer/etype nibbles and moves M/D/R */
-		for (i = 0; i < len; i++)
-			n += (size_t)snprintf(hex + n, sizeof(hex) - n,
-					      " %02x", raw[i]);
-		qp->ev_final = true;
-		iw_log(qp->pd->dev, 0, "peer terminated: %u/%u/%u %s; "
-		       "Terminate octets:%s", t->layer, t->etype, t->ecode,
-		       iw_err_str(t->layer, t->etype, t->ecode), hex);
-		iw_qp_event(qp, &ev);
-	}
+	if (!iw_tx_idle(qp) && iw_tx_pump(qp) == -EPIPE)
+		iw_qp_send_failed(qp);
 }
 
 void iw_qp_stats(const struct iw_qp *qp, struct iw_qp_stats *st)
@@ -365,7 +147,7 @@ int iw_qp_destroy(struct iw_qp *qp)
 	if (qp->cm == CM_RTS) {
 		iw_rx_pump(qp);
 		if (qp->cm == CM_RTS)
-			iw_tx_pump(qp);
+			iw_qp_tx(qp);
 	}
 	/* Everything posted is already in the kernel: close gracefully so
 	 * TCP still delivers it (a Send completes once TCP has it, and an
@@ -385,7 +167,7 @@ int iw_qp_destroy(struct iw_qp *qp)
 			"QP destroyed");
 		qp->ev_final = true;	/* no events from a dying QP */
 		iw_qp_fatal(qp, &err, NULL, true);
-		iw_tx_pump(qp);
+		iw_qp_tx(qp);
 	}
 	qp->ev_final = true;
 	iw_qp_flush(qp, IW_WC_FLUSHED);
@@ -429,31 +211,47 @@ static bool iw_qp_can_post(const struct iw_qp *qp)
 	       qp->cm != CM_CLOSED && qp->cm != CM_ERROR;
 }
 
-int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr)
+/* The work request is well formed: -EINVAL if not, else its length. */
+static int iw_send_wr_check(const struct iw_qp *qp,
+			    const struct iw_send_wr *wr, uint32_t *len)
 {
-	uint32_t idx, len;
-	struct iw_swqe *w;
-	int ret;
-
-	ret = iw_sgl_len(wr->sgl, wr->num_sge, &len);
-	if (ret || wr->op > IW_WR_ATOMIC_CSWAP)
+	if (iw_sgl_len(wr->sgl, wr->num_sge, len) ||
+	    wr->op > IW_WR_ATOMIC_CSWAP)
 		return -EINVAL;
 	if ((wr->flags & IW_WR_INLINE) &&
-	    (len > IW_MAX_INLINE || wr->op == IW_WR_READ ||
+	    (*len > IW_MAX_INLINE || wr->op == IW_WR_READ ||
 	     iw_wr_atomic(wr->op)))
 		return -EINVAL;
 	/* the original value goes to one 8-octet buffer or nowhere */
 	if (iw_wr_atomic(wr->op) &&
 	    (!qp->atomics || (wr->num_sge &&
-			      (wr->num_sge != 1 || len != 8 ||
+			      (wr->num_sge != 1 || *len != 8 ||
 			       !wr->sgl[0].addr))))
 		return -EINVAL;
-	if (!iw_qp_can_post(qp))
-		return -ENOTCONN;
-	if (qp->sq_tail - qp->sq_head == qp->sq_size)
-		return -EAGAIN;
-	idx = qp->sq_tail & (qp->sq_size - 1);
-	w = &qp->sq[idx];
+	return 0;
+}
+
+/* Inline data is copied into the slot's own buffer, one SGE. */
+static void iw_swqe_inline(struct iw_qp *qp, struct iw_swqe *w,
+			   const struct iw_send_wr *wr, uint32_t idx)
+{
+	uint8_t *buf = qp->sq_inline + (size_t)idx * IW_MAX_INLINE;
+	uint32_t off = 0;
+	int i;
+
+	for (i = 0; i < wr->num_sge; i++) {
+		memcpy(buf + off, wr->sgl[i].addr, wr->sgl[i].len);
+		off += wr->sgl[i].len;
+	}
+	w->sge[0].addr = buf;
+	w->sge[0].len = w->len;
+	w->nsge = w->len ? 1 : 0;
+}
+
+static void iw_swqe_fill(struct iw_qp *qp, struct iw_swqe *w,
+			 const struct iw_send_wr *wr, uint32_t len,
+			 uint32_t idx)
+{
 	memset(w, 0, sizeof(*w));
 	w->ctx = wr->ctx;
 	w->op = wr->op;
@@ -470,26 +268,29 @@ int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr)
 		w->compare_mask = wr->compare_mask;
 	}
 	if (wr->flags & IW_WR_INLINE) {
-		uint8_t *buf = qp->sq_inline + (size_t)idx * IW_MAX_INLINE;
-		uint32_t off = 0;
-		int i;
-
-		for (i = 0; i < wr->num_sge; i++) {
-			memcpy(buf + off, wr->sgl[i].addr, wr->sgl[i].len);
-			off += wr->sgl[i].len;
-		}
-		w->sge[0].addr = buf;
-		w->sge[0].len = len;
-		w->nsge = len ? 1 : 0;
-	} else {
-		if (wr->num_sge)
-			memcpy(w->sge, wr->sgl,
-			       (size_t)wr->num_sge * sizeof(*w->sge));
-		w->nsge = wr->num_sge;
+		iw_swqe_inline(qp, w, wr, idx);
+		return;
 	}
+	if (wr->num_sge)
+		memcpy(w->sge, wr->sgl, (size_t)wr->num_sge * sizeof(*w->sge));
+	w->nsge = wr->num_sge;
+}
+
+int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr)
+{
+	uint32_t idx, len;
+
+	if (iw_send_wr_check(qp, wr, &len))
+		return -EINVAL;
+	if (!iw_qp_can_post(qp))
+		return -ENOTCONN;
+	if (qp->sq_tail - qp->sq_head == qp->sq_size)
+		return -EAGAIN;
+	idx = qp->sq_tail & (qp->sq_size - 1);
+	iw_swqe_fill(qp, &qp->sq[idx], wr, len, idx);
 	qp->sq_tail++;
 	if (qp->cm == CM_RTS && !(wr->flags & IW_WR_MORE))
-		iw_tx_pump(qp);
+		iw_qp_tx(qp);
 	return 0;
 }
 
@@ -553,7 +354,7 @@ int iw_qp_cancel_recv(struct iw_qp *qp, void *ctx)
 			rq->q[(rq->head + j) % rq->size] =
 				rq->q[(rq->head + j + 1) % rq->size];
 		rq->count--;
-		iw_flush_rwqe(qp, ctx, IW_WC_FLUSHED, NULL);
+		iw_qp_flush_rwqe(qp, ctx, IW_WC_FLUSHED, NULL);
 		return 0;
 	}
 	return -ENOENT;
@@ -598,7 +399,7 @@ int iw_qp_disconnect(struct iw_qp *qp)
 	case CM_RTS:
 		qp->cm = CM_CLOSING;
 		qp->deadline = iw_now_ms() + qp->param.timeout_ms;
-		iw_tx_pump(qp);
+		iw_qp_tx(qp);
 		iw_qp_closing_progress(qp);	/* FIN now if nothing is queued */
 		return 0;
 	case CM_CLOSING:
@@ -624,7 +425,7 @@ int iw_qp_abort(struct iw_qp *qp)
 	iw_qp_fatal(qp, &err, NULL,
 		    qp->cm == CM_RTS || qp->cm == CM_CLOSING ||
 		    qp->cm == CM_SEND_RTR || qp->cm == CM_WAIT_RTR);
-	iw_tx_pump(qp);
+	iw_qp_tx(qp);
 	return 0;
 }
 
@@ -695,7 +496,7 @@ static void iw_qp_error_progress(struct iw_qp *qp)
 {
 	if (qp->fd < 0)
 		return;
-	iw_tx_pump(qp);
+	iw_qp_tx(qp);
 	if (!iw_tx_pending(qp) || iw_now_ms() >= qp->deadline) {
 		iw_qp_close_socket(qp, true);
 		qp->deadline = 0;
@@ -712,74 +513,17 @@ int iw_qp_progress(struct iw_qp *qp)
 			iw_cm_progress(qp);
 		if (qp->cm == CM_TCP_CONNECT || qp->cm == CM_WAIT_REP) {
 			if (qp->fd >= 0)
-				iw_tx_pump(qp);
+				iw_qp_tx(qp);
 		} else if (qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {
-			iw_tx_pump(qp);
+			iw_qp_tx(qp);
 			if (qp->cm != CM_ERROR)
 				iw_rx_pump(qp);
 			if (qp->cm != CM_ERROR && qp->cm != CM_CLOSED)
-				iw_tx_pump(qp);
+				iw_qp_tx(qp);
 			iw_qp_closing_progress(qp);
 		}
 	}
 	if (qp->cm == CM_ERROR)
 		iw_qp_error_progress(qp);
 	return iw_qp_finished(qp) ? -ENOTCONN : 0;
-}
-
-static int iw_qp_sockname(int fd, bool peer, struct sockaddr *sa,
-			  socklen_t *len)
-{
-	int ret;
-
-	if (fd < 0)
-		return -ENOTCONN;
-	ret = peer ? getpeername(fd, sa, len) : getsockname(fd, sa, len);
-	return ret ? -errno : 0;
-}
-
-int iw_qp_getname(const struct iw_qp *qp, struct sockaddr *sa,
-		  socklen_t *len)
-{
-	return iw_qp_sockname(qp->fd, false, sa, len);
-}
-
-int iw_qp_getpeer(const struct iw_qp *qp, struct sockaddr *sa,
-		  socklen_t *len)
-{
-	return iw_qp_sockname(qp->fd, true, sa, len);
-}
-
-static void iw_sa_str(const struct sockaddr_storage *ss, char *buf,
-		      size_t size)
-{
-	const struct sockaddr_in *a4 = (const void *)ss;
-	const struct sockaddr_in6 *a6 = (const void *)ss;
-	char ip[INET6_ADDRSTRLEN] = "?";
-
-	if (ss->ss_family == AF_INET) {
-		inet_ntop(AF_INET, &a4->sin_addr, ip, sizeof(ip));
-		snprintf(buf, size, "%s:%u", ip, ntohs(a4->sin_port));
-	} else if (ss->ss_family == AF_INET6) {
-		inet_ntop(AF_INET6, &a6->sin6_addr, ip, sizeof(ip));
-		snprintf(buf, size, "[%s]:%u", ip, ntohs(a6->sin6_port));
-	} else {
-		snprintf(buf, size, "-");
-	}
-}
-
-const char *iw_qp_label(struct iw_qp *qp)
-{
-	struct sockaddr_storage a = { 0 }, b = { 0 };
-	socklen_t al = sizeof(a), bl = sizeof(b);
-	char la[64] = "-", pa[64] = "-";
-
-	if (!iw_qp_getname(qp, (struct sockaddr *)&a, &al))
-		iw_sa_str(&a, la, sizeof(la));
-	if (!iw_qp_getpeer(qp, (struct sockaddr *)&b, &bl))
-		iw_sa_str(&b, pa, sizeof(pa));
-	else if (qp->dst_len)
-		iw_sa_str(&qp->dst, pa, sizeof(pa));
-	snprintf(qp->label, sizeof(qp->label), "qp %u %s-%s", qp->id, la, pa);
-	return qp->label;
 }

@@ -28,6 +28,21 @@ static int iw_fail_u(struct iw_err *err, uint8_t ecode, const char *why)
 	return iw_fail(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED, ecode, why);
 }
 
+/* Untagged and tagged failures naming what came and what was due. */
+static int iw_fail_uv(struct iw_err *err, uint8_t ecode, const char *why,
+		      uint64_t got, uint64_t want)
+{
+	return iw_fail_v(err, IW_LAYER_DDP, DDP_ETYPE_UNTAGGED, ecode, why, got,
+			 want);
+}
+
+static int iw_fail_tv(struct iw_err *err, uint8_t ecode, const char *why,
+		      uint64_t got, uint64_t want)
+{
+	return iw_fail_v(err, IW_LAYER_DDP, DDP_ETYPE_TAGGED, ecode, why, got,
+			 want);
+}
+
 /* Points dst at offset `off` of a gather list; false past its end. */
 static bool iw_sge_at(const struct iw_sge *sge, int nsge, uint64_t off,
 		      struct iw_rx_dst *dst)
@@ -60,8 +75,9 @@ static int iw_rx_write(struct iw_qp *qp, const struct iw_rx_seg *seg,
 		return iw_fail_t(err, DDP_ECODE_T_INVALID_STAG,
 				 "tagged messages intersect");
 	if (qp->tag.active && qp->tag.next_to != h->to)
-		return iw_fail_t(err, DDP_ECODE_T_BASE_BOUNDS,
-				 "Write segment out of sequence");
+		return iw_fail_tv(err, DDP_ECODE_T_BASE_BOUNDS,
+				  "Write segment out of sequence: TO", h->to,
+				  qp->tag.next_to);
 	if (!len)
 		return 0;	/* zero-length Writes place nothing */
 	mr = iw_stag_lookup(qp->pd->dev, h->stag);
@@ -121,11 +137,13 @@ static int iw_rx_rresp(struct iw_qp *qp, const struct iw_rx_seg *seg,
 		return iw_fail_t(err, DDP_ECODE_T_INVALID_STAG,
 				 "Read Response, Atomic Response due");
 	if (h->stag != o->sink_stag)
-		return iw_fail_t(err, DDP_ECODE_T_INVALID_STAG,
-				 "Read Response to the wrong sink STag");
+		return iw_fail_tv(err, DDP_ECODE_T_INVALID_STAG,
+				  "Read Response to the wrong sink STag",
+				  h->stag, o->sink_stag);
 	if (h->to != o->sink_to + o->got)
-		return iw_fail_t(err, DDP_ECODE_T_BASE_BOUNDS,
-				 "Read Response at the wrong offset");
+		return iw_fail_tv(err, DDP_ECODE_T_BASE_BOUNDS,
+				  "Read Response at the wrong offset", h->to,
+				  o->sink_to + o->got);
 	if ((uint64_t)o->got + seg->payload_len > o->len)
 		return iw_fail_t(err, DDP_ECODE_T_BASE_BOUNDS,
 				 "Read Response longer than the Read");
@@ -146,8 +164,9 @@ static int iw_rx_rresp_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 	if (!seg->hdr.last)
 		return 0;
 	if (o->got != o->len)
-		return iw_fail_t(err, DDP_ECODE_T_BASE_BOUNDS,
-				 "Read Response shorter than the Read");
+		return iw_fail_tv(err, DDP_ECODE_T_BASE_BOUNDS,
+				  "Read Response shorter than the Read", o->got,
+				  o->len);
 	w = iw_orq_wqe(qp, o);
 	qp->orq_head = (qp->orq_head + 1) % qp->orq_cap;
 	qp->orq_count--;
@@ -241,11 +260,12 @@ static int iw_rx_send_new(struct iw_qp *qp, const struct iw_rx_seg *seg,
 	struct iw_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
 
 	if (h->msn != qp->rx_msn[DDP_QN_SEND])
-		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
-				 "Send MSN out of range");
+		return iw_fail_uv(err, DDP_ECODE_UT_MSN_RANGE,
+				  "Send MSN out of range", h->msn,
+				  qp->rx_msn[DDP_QN_SEND]);
 	if (h->mo != 0)
-		return iw_fail_u(err, DDP_ECODE_UT_INVALID_MO,
-				 "first Send segment with MO != 0");
+		return iw_fail_uv(err, DDP_ECODE_UT_INVALID_MO,
+				  "first Send segment: MO", h->mo, 0);
 	memset(&qp->rcv.w, 0, sizeof(qp->rcv.w));
 	qp->rcv.peek_mode = qp->attr.peek_len > 0;
 	qp->rcv.placed = false;
@@ -277,11 +297,13 @@ static int iw_rx_send(struct iw_qp *qp, const struct iw_rx_seg *seg,
 		if (ret)
 			return ret;	/* -EAGAIN stalls, -EPROTO fails */
 	} else if (h->msn != qp->rcv.msn) {
-		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
-				 "Send segment of another message");
+		return iw_fail_uv(err, DDP_ECODE_UT_MSN_RANGE,
+				  "Send segment of another message: MSN",
+				  h->msn, qp->rcv.msn);
 	} else if (h->mo != qp->rcv.got) {
-		return iw_fail_u(err, DDP_ECODE_UT_INVALID_MO,
-				 "Send segment at the wrong MO");
+		return iw_fail_uv(err, DDP_ECODE_UT_INVALID_MO,
+				  "Send segment at the wrong MO", h->mo,
+				  qp->rcv.got);
 	} else if (h->opcode != qp->rcv.op) {
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_OPCODE,
@@ -351,8 +373,9 @@ static int iw_rx_rreq_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 	struct iw_mr *mr = NULL;
 
 	if (seg->hdr.msn != qp->rx_msn[DDP_QN_RREQ])
-		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
-				 "Read Request MSN out of range");
+		return iw_fail_uv(err, DDP_ECODE_UT_MSN_RANGE,
+				  "Read Request MSN out of range", seg->hdr.msn,
+				  qp->rx_msn[DDP_QN_RREQ]);
 	if (qp->irq_count >= qp->ird || qp->irq_count >= qp->irq_cap)
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_CATASTROPHIC_STREAM,
@@ -415,8 +438,9 @@ static int iw_rx_areq_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 			       RDMAP_ECODE_OPCODE,
 			       "Atomic Request, atomics not enabled");
 	if (seg->hdr.msn != qp->rx_msn[DDP_QN_AREQ])
-		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
-				 "Atomic Request MSN out of range");
+		return iw_fail_uv(err, DDP_ECODE_UT_MSN_RANGE,
+				  "Atomic Request MSN out of range",
+				  seg->hdr.msn, qp->rx_msn[DDP_QN_AREQ]);
 	if (qp->irq_count >= qp->ird || qp->irq_count >= qp->irq_cap)
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_CATASTROPHIC_STREAM,
@@ -460,16 +484,18 @@ static int iw_rx_aresp_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 	struct iw_swqe *w;
 
 	if (seg->hdr.msn != qp->rx_msn[DDP_QN_ARESP])
-		return iw_fail_u(err, DDP_ECODE_UT_MSN_RANGE,
-				 "Atomic Response MSN out of range");
+		return iw_fail_uv(err, DDP_ECODE_UT_MSN_RANGE,
+				  "Atomic Response MSN out of range",
+				  seg->hdr.msn, qp->rx_msn[DDP_QN_ARESP]);
 	if (!qp->orq_count || !o->atomic)
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_OPCODE,
 			       "Atomic Response where none is due");
 	if (r->req_id != o->req_id)
-		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
-			       RDMAP_ECODE_OPCODE,
-			       "Atomic Response for another request");
+		return iw_fail_v(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+				 RDMAP_ECODE_OPCODE,
+				 "Atomic Response for another request",
+				 r->req_id, o->req_id);
 	w = iw_orq_wqe(qp, o);
 	if (w->nsge)
 		memcpy(w->sge[0].addr, &r->orig, sizeof(r->orig));
@@ -676,6 +702,75 @@ static bool iw_rx_drain_stage(struct iw_qp *qp)
 	return qp->rx.state != IW_RX_STALLED;
 }
 
+/* One read: a large payload piece in place with what follows it
+ * (trailer, next header) through the stage, or the stage alone. */
+static ssize_t iw_rx_recv(struct iw_qp *qp, uint8_t *buf, size_t len,
+			  bool direct, size_t *asked)
+{
+	if (direct) {
+		struct iovec v[2] = { { buf, len },
+				      { qp->stage, RX_HDR_READ } };
+		struct msghdr mh = { .msg_iov = v, .msg_iovlen = 2 };
+
+		*asked = len + RX_HDR_READ;
+		return recvmsg(qp->fd, &mh, MSG_DONTWAIT);
+	}
+	*asked = qp->rx_big ? RX_HDR_READ : sizeof(qp->stage);
+	return recv(qp->fd, qp->stage, *asked, MSG_DONTWAIT);
+}
+
+/* A read that failed; true when it is worth trying again at once. */
+static bool iw_rx_recv_failed(struct iw_qp *qp)
+{
+	struct iw_err err;
+
+	if (errno == EINTR)
+		return true;
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		qp->stats.rx_empty++;
+		/* only while long messages stream in: a small-message
+		 * ping-pong reads at once */
+		qp->rx_dry = qp->rx_stream || !iw_rx_at_boundary(&qp->rx);
+		return false;
+	}
+	iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_CLOSED,
+		"TCP receive failed");
+	iw_qp_fatal(qp, &err, NULL, false);
+	return false;
+}
+
+/* Feeds n octets just read (the first len of them placed already when
+ * direct); false when the pump should stop. */
+static bool iw_rx_take(struct iw_qp *qp, size_t n, size_t len, bool direct,
+		       bool drained)
+{
+	qp->rx_big = direct;
+	if (direct) {
+		size_t placed = n < len ? n : len;
+
+		if (iw_rx_advance(&qp->rx, placed)) {
+			iw_rx_failed(qp);
+			return false;
+		}
+		if (n == placed)
+			return !drained;
+		n -= placed;
+	}
+	qp->stage_off = 0;
+	qp->stage_len = n;
+	return iw_rx_drain_stage(qp) && !drained;
+}
+
+/* The stream can be read now: what is staged went through and, after an
+ * empty read, poll() says more has come. */
+static bool iw_rx_ready(struct iw_qp *qp)
+{
+	if (qp->stage_len || qp->rx_dry)
+		return iw_rx_drain_stage(qp) &&
+		       !iw_sock_still(qp->fd, &qp->rx_dry, POLLIN);
+	return qp->rx.state != IW_RX_STALLED;
+}
+
 /*
  * Reads what the socket has. Headers and small payloads go through the
  * staging buffer (one recv for many FPDUs); large payload pieces are
@@ -690,19 +785,14 @@ int iw_rx_pump(struct iw_qp *qp)
 {
 	size_t budget = 8u << 20;
 
-	if (qp->stage_len || qp->rx_dry) {
-		if (!iw_rx_drain_stage(qp) ||
-		    iw_sock_still(qp->fd, &qp->rx_dry, POLLIN))
-			return 0;
-	} else if (qp->rx.state == IW_RX_STALLED) {
+	if (!iw_rx_ready(qp))
 		return 0;
-	}
 	while (qp->fd >= 0 && !qp->rx_eof && budget &&
 	       qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {
 		uint8_t *buf;
 		size_t len, asked;
 		ssize_t n;
-		bool direct, drained;
+		bool direct;
 
 		iw_rx_want(&qp->rx, &buf, &len);
 		if (!len) {
@@ -710,67 +800,21 @@ int iw_rx_pump(struct iw_qp *qp)
 				iw_rx_failed(qp);
 			break;
 		}
+		/* after a large segment the next is likely large too */
 		direct = qp->rx.state == IW_RX_PAYLOAD && len >= RX_DIRECT_MIN;
-		/* after a large segment the next is likely large too: read
-		 * only its header through the stage, the payload in place */
-		if (direct) {
-			/* the payload in place, and what follows it (trailer,
-			 * next header) through the stage, in one syscall */
-			struct iovec v[2] = { { buf, len },
-					      { qp->stage, RX_HDR_READ } };
-			struct msghdr mh = { .msg_iov = v, .msg_iovlen = 2 };
-
-			asked = len + RX_HDR_READ;
-			n = recvmsg(qp->fd, &mh, MSG_DONTWAIT);
-		} else {
-			asked = qp->rx_big ? RX_HDR_READ : sizeof(qp->stage);
-			n = recv(qp->fd, qp->stage, asked, MSG_DONTWAIT);
-		}
-		if (n < 0) {
-			struct iw_err err;
-
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				qp->stats.rx_empty++;
-				/* only while long messages stream in: a
-				 * small-message ping-pong reads at once */
-				qp->rx_dry = qp->rx_stream ||
-					     !iw_rx_at_boundary(&qp->rx);
-				break;
-			}
-			iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
-				MPA_ECODE_CLOSED, "TCP receive failed");
-			iw_qp_fatal(qp, &err, NULL, false);
-			break;
-		}
-		if (n == 0) {
-			iw_rx_eof(qp);
+		n = iw_rx_recv(qp, buf, len, direct, &asked);
+		if (n < 0 && iw_rx_recv_failed(qp))
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				iw_rx_eof(qp);
 			break;
 		}
 		qp->stats.rx_calls++;
+		budget -= (size_t)n < budget ? (size_t)n : budget;
 		/* A short read emptied the socket: asking again would only
 		 * say EAGAIN, one more syscall before every reply. */
-		drained = (size_t)n < asked;
-		budget -= (size_t)n < budget ? (size_t)n : budget;
-		qp->rx_big = direct;
-		if (direct) {
-			size_t placed = (size_t)n < len ? (size_t)n : len;
-
-			if (iw_rx_advance(&qp->rx, placed)) {
-				iw_rx_failed(qp);
-				break;
-			}
-			if ((size_t)n == placed) {
-				if (drained)
-					break;
-				continue;
-			}
-			n -= (ssize_t)placed;
-		}
-		qp->stage_off = 0;
-		qp->stage_len = (size_t)n;
-		if (!iw_rx_drain_stage(qp) || drained)
+		if (!iw_rx_take(qp, (size_t)n, len, direct, (size_t)n < asked))
 			break;
 	}
 	return 0;

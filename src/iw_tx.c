@@ -58,17 +58,6 @@ bool iw_tx_pending(const struct iw_qp *qp)
 	       iw_tx_sq_ready(qp);
 }
 
-int iw_tx_ctrl(struct iw_qp *qp, const uint8_t *p, size_t len)
-{
-	if (qp->ctrl_off == qp->ctrl_len)
-		qp->ctrl_off = qp->ctrl_len = 0;
-	if (len > sizeof(qp->ctrl) - qp->ctrl_len)
-		return -ENOSPC;
-	memcpy(qp->ctrl + qp->ctrl_len, p, len);
-	qp->ctrl_len += len;
-	return 0;
-}
-
 /* iovecs for `len` payload octets starting `off` into a gather list */
 static int iw_sge_iov(const struct iw_sge *sge, int nsge, uint32_t off,
 		      uint32_t len, struct iovec *iov)
@@ -662,129 +651,95 @@ static void iw_tx_uncork(struct iw_qp *qp)
 			   sizeof(one));
 }
 
+/* Frames the next FPDU (and the rest of its batch); false if none. */
+static bool iw_tx_next(struct iw_qp *qp)
+{
+	if (!iw_tx_build(qp))
+		return false;
+	qp->tx_frames = 1;
+	iw_tx_gather(qp);
+	iw_tx_flatten(qp);
+	return true;
+}
+
+/* The socket is full: poll() decides when to try again. */
+static void iw_tx_full(struct iw_qp *qp)
+{
+	qp->stats.tx_full++;
+	qp->tx_full = true;
+}
+
+/*
+ * The socket refused a send: nothing more is written. Deciding what that
+ * means (the peer's Terminate may still wait in the receive queue) is
+ * the QP's business, so only -EPIPE goes up.
+ */
+static int iw_tx_refused(struct iw_qp *qp)
+{
+	qp->tx_dead = true;
+	qp->tx_left = 0;
+	qp->tx_batched = false;
+	qp->tx_corked = false;	/* nothing held back will go now */
+	return -EPIPE;
+}
+
+/* One sendmsg of what is framed: 1 all of it went, 0 the socket is
+ * full, -EAGAIN interrupted, -EPIPE refused. */
+static int iw_tx_write(struct iw_qp *qp)
+{
+	/* a message with more work requests queued behind it (a Send and
+	 * the Read that tells its delivery): one segment */
+	bool more = qp->tx_src == TX_SQ && qp->tx_msg_end &&
+		    qp->sq_tail - qp->sq_tx > 1;
+	struct msghdr msg = { 0 };
+	ssize_t n;
+
+	msg.msg_iov = iw_tx_first(qp, (int *)&msg.msg_iovlen);
+	n = sendmsg(qp->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL |
+				  (more ? MSG_MORE : 0));
+	if (n < 0 && errno == EINTR)
+		return -EAGAIN;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		iw_tx_full(qp);
+		return 0;
+	}
+	if (n < 0)
+		return iw_tx_refused(qp);
+	qp->stats.tx_calls++;
+	qp->tx_corked = more;
+	iw_tx_consume(qp, (size_t)n);
+	if (qp->tx_left) {
+		iw_tx_full(qp);	/* a short write: the socket is full */
+		return 0;
+	}
+	return 1;
+}
+
 /*
  * After a send found the socket full, poll() decides (TCP reports POLLOUT
  * only once half the queued octets are gone): retrying sendmsg holds the
  * socket lock again and again, so the ACKs that would free the buffer are
  * processed late, from the backlog, by the sender itself.
  */
-static int iw_tx_pump_once(struct iw_qp *qp)
+int iw_tx_pump(struct iw_qp *qp)
 {
+	int ret = 0;
+
 	if (qp->tx_left && iw_sock_still(qp->fd, &qp->tx_full, POLLOUT))
 		return 0;
 	while (qp->fd >= 0 && !qp->tx_dead) {
-		struct msghdr msg = { 0 };
-		bool more;
-		ssize_t n;
-
-		if (!qp->tx_left) {
-			if (!iw_tx_build(qp))
-				break;
-			qp->tx_frames = 1;
-			iw_tx_gather(qp);
-			iw_tx_flatten(qp);
-		}
-		/* a message with more work requests queued behind it (a
-		 * Send and the Read that tells its delivery): one segment */
-		more = qp->tx_src == TX_SQ && qp->tx_msg_end &&
-		       qp->sq_tail - qp->sq_tx > 1;
-		msg.msg_iov = iw_tx_first(qp, (int *)&msg.msg_iovlen);
-		n = sendmsg(qp->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL |
-					  (more ? MSG_MORE : 0));
-		if (n < 0) {
-			struct iw_err err;
-
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				qp->stats.tx_full++;
-				qp->tx_full = true;
-				break;
-			}
-			/* a peer that terminated reset the connection; its
-			 * Terminate may still wait in our receive queue and
-			 * tells the real reason: read it first */
-			qp->tx_dead = true;
-			qp->tx_left = 0;
-			qp->tx_batched = false;
-			if (qp->cm == CM_RTS || qp->cm == CM_CLOSING)
-				iw_rx_pump(qp);
-			if (qp->cm == CM_ERROR)
-				return -EPIPE;
-			iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
-				MPA_ECODE_CLOSED, "TCP send failed");
-			iw_qp_fatal(qp, &err, NULL, false);
-			return -EPIPE;
-		}
-		qp->stats.tx_calls++;
-		qp->tx_corked = more;
-		iw_tx_consume(qp, (size_t)n);
-		if (qp->tx_left) {
-			/* a short write: the socket is full */
-			qp->stats.tx_full++;
-			qp->tx_full = true;
+		if (!qp->tx_left && !iw_tx_next(qp))
 			break;
-		}
+		ret = iw_tx_write(qp);
+		if (ret == -EAGAIN)
+			continue;
+		if (ret <= 0)
+			break;
 		if (qp->tx_src != TX_CTRL)
 			qp->stats.tx_fpdus += (uint64_t)qp->tx_frames;
 		qp->tx_batched = false;
 		iw_tx_fpdu_done(qp);
 	}
-	return 0;
-}
-
-int iw_tx_pump_busy(struct iw_qp *qp)
-{
-	int ret = iw_tx_pump_once(qp);
-
 	iw_tx_uncork(qp);
-	return ret;
-}
-
-/* RFC 5040 §4.8 and figure 10: which header copies a Terminate carries */
-void iw_tx_terminate(struct iw_qp *qp, const struct iw_err *err,
-		     const struct iw_rx_seg *seg)
-{
-	struct rdmap_term t = {
-		.layer = err->layer,
-		.etype = err->etype,
-		.ecode = err->ecode,
-	};
-	bool copy = seg && seg->raw && err->layer != IW_LAYER_LLP &&
-		    !(err->layer == IW_LAYER_RDMAP &&
-		      err->etype == RDMAP_ETYPE_CATASTROPHIC);
-	uint8_t term[RDMAP_TERM_MAX], ulpdu[DDP_UNTAGGED_HDR + RDMAP_TERM_MAX];
-	uint8_t fpdu[IW_CTRL_MAX];
-	struct ddp_hdr h = {
-		.last = true, .ddp_ver = DDP_VERSION,
-		.rdmap_ver = RDMAP_VERSION, .opcode = RDMAP_TERMINATE,
-		.qn = DDP_QN_TERM, .msn = qp->term_msn++,
-	};
-	ssize_t tl, n;
-	size_t dl;
-
-	if (qp->term_queued)
-		return;
-	qp->term_queued = true;
-	dl = copy ? ddp_hdr_size(seg->raw[0]) : 0;
-	if (copy && seg->raw_len >= dl) {	/* "if possible" */
-		t.hdrct = RDMAP_TERM_M | RDMAP_TERM_D;
-		t.seg_len = seg->ulpdu_len;
-		t.ddp_hdr_len = (uint8_t)dl;
-		memcpy(t.ddp_hdr, seg->raw, dl);
-		if (seg->hdr.opcode == RDMAP_READ_REQ &&
-		    err->layer == IW_LAYER_RDMAP &&
-		    err->etype == RDMAP_ETYPE_REMOTE_PROT &&
-		    seg->raw_len >= dl + RDMAP_RREQ_LEN) {
-			t.hdrct |= RDMAP_TERM_R;
-			memcpy(t.rreq, seg->raw + dl, RDMAP_RREQ_LEN);
-		}
-	}
-	tl = rdmap_term_build(term, sizeof(term), &t);
-	n = ddp_hdr_build(ulpdu, sizeof(ulpdu), &h);
-	memcpy(ulpdu + n, term, (size_t)tl);
-	n = mpa_fpdu_build(fpdu, sizeof(fpdu), ulpdu, (size_t)(n + tl),
-			   qp->crc, qp->markers_tx, &qp->tx_mpos);
-	if (n > 0)
-		iw_tx_ctrl(qp, fpdu, (size_t)n);
+	return ret < 0 ? ret : 0;
 }

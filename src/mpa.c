@@ -58,11 +58,12 @@ int mpa_frame_parse(const uint8_t *p, size_t len, enum mpa_kind kind,
 	f->rev = p[17];
 	f->pd_len = iw_get16(p + 18);
 	if (f->rev != 1 && f->rev != 2)
-		return MPA_LLP_FAIL(err, MPA_ECODE_REQ_REP,
-				    "unsupported MPA revision");
+		return iw_fail_v(err, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_REQ_REP,
+				 "unsupported MPA revision", f->rev, 2);
 	if (f->pd_len > MPA_MAX_PD)
-		return MPA_LLP_FAIL(err, MPA_ECODE_REQ_REP,
-				    "private data longer than 512");
+		return iw_fail_v(err, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_REQ_REP,
+				 "private data longer than 512", f->pd_len,
+				 MPA_MAX_PD);
 
 	f->markers = flags & MPA_FLAG_M;
 	f->crc = flags & MPA_FLAG_C;

@@ -57,6 +57,15 @@ static int iw_rx_fail(struct iw_rx *rx, uint8_t layer, uint8_t etype,
 	return iw_fail(&rx->err, layer, etype, ecode, why);
 }
 
+/* An LLP error, with the value received and the one expected. */
+static int iw_rx_fail_llp(struct iw_rx *rx, uint8_t ecode, const char *why,
+			  uint64_t got, uint64_t want)
+{
+	rx->state = IW_RX_ERROR;
+	return iw_fail_v(&rx->err, IW_LAYER_LLP, MPA_ETYPE, ecode, why, got,
+			 want);
+}
+
 /* With markers, stream positions 0..3 modulo 512 always hold a marker. */
 static size_t iw_rx_marker_left(const struct iw_rx *rx)
 {
@@ -109,8 +118,8 @@ static int iw_rx_marker_done(struct iw_rx *rx)
 	uint16_t ptr = iw_get16(rx->marker + 2) & ~3u;
 
 	if (ptr != (uint16_t)(at - rx->fpdu_start))
-		return iw_rx_fail(rx, IW_LAYER_LLP, MPA_ETYPE,
-				  MPA_ECODE_MARKER, "FPDUPTR mismatch");
+		return iw_rx_fail_llp(rx, MPA_ECODE_MARKER, "FPDUPTR mismatch",
+				      ptr, (uint16_t)(at - rx->fpdu_start));
 	return 0;
 }
 
@@ -293,8 +302,8 @@ static int iw_rx_trailer_done(struct iw_rx *rx)
 		       (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
 
 	if (rx->crc && got != iw_crc32c_final(rx->crc_acc))
-		return iw_rx_fail(rx, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_CRC,
-				  "CRC mismatch");
+		return iw_rx_fail_llp(rx, MPA_ECODE_CRC, "CRC mismatch", got,
+				      iw_crc32c_final(rx->crc_acc));
 	rx->segs++;
 	iw_rx_next_fpdu(rx);
 	if (rx->ops && rx->ops->seg_done &&
@@ -309,6 +318,36 @@ static void iw_rx_crc(struct iw_rx *rx, const uint8_t *p, size_t n)
 {
 	if (rx->crc)
 		rx->crc_acc = iw_crc32c_update(rx->crc_acc, p, n);
+}
+
+/* n payload octets arrived at buf, where the stream asked for them. */
+static int iw_rx_payload_more(struct iw_rx *rx, const uint8_t *buf, size_t n)
+{
+	iw_rx_crc(rx, buf, n);
+	rx->payload_left -= n;
+	if (!rx->discard) {
+		rx->dst.buf += n;
+		rx->dst.len -= n;
+	}
+	if (!rx->payload_left) {
+		iw_rx_to_trailer(rx);
+		return 0;
+	}
+	return iw_rx_refill(rx);
+}
+
+static int iw_rx_trailer_more(struct iw_rx *rx, const uint8_t *buf, size_t n)
+{
+	size_t pad = rx->trailer_need - MPA_CRC_LEN;
+
+	/* pad octets are covered by the CRC, the CRC itself not */
+	if (rx->trailer_have < pad)
+		iw_rx_crc(rx, buf, n < pad - rx->trailer_have ?
+				   n : pad - rx->trailer_have);
+	rx->trailer_have += n;
+	if (rx->trailer_have < rx->trailer_need)
+		return 0;
+	return iw_rx_trailer_done(rx);
 }
 
 int iw_rx_advance(struct iw_rx *rx, size_t n)
@@ -345,29 +384,9 @@ int iw_rx_advance(struct iw_rx *rx, size_t n)
 		rx->hdr_have += n;
 		return iw_rx_hdr_progress(rx);
 	case IW_RX_PAYLOAD:
-		iw_rx_crc(rx, buf, n);
-		rx->payload_left -= n;
-		if (!rx->discard) {
-			rx->dst.buf += n;
-			rx->dst.len -= n;
-		}
-		if (!rx->payload_left) {
-			iw_rx_to_trailer(rx);
-			return 0;
-		}
-		return iw_rx_refill(rx);
-	case IW_RX_TRAILER: {
-		size_t pad = rx->trailer_need - MPA_CRC_LEN;
-
-		/* pad octets are covered by the CRC, the CRC itself not */
-		if (rx->trailer_have < pad)
-			iw_rx_crc(rx, buf, n < pad - rx->trailer_have ?
-					   n : pad - rx->trailer_have);
-		rx->trailer_have += n;
-		if (rx->trailer_have < rx->trailer_need)
-			return 0;
-		return iw_rx_trailer_done(rx);
-	}
+		return iw_rx_payload_more(rx, buf, n);
+	case IW_RX_TRAILER:
+		return iw_rx_trailer_more(rx, buf, n);
 	default:
 		return -EPROTO;
 	}
@@ -393,6 +412,31 @@ size_t iw_rx_whole_len(const struct iw_rx *rx, const uint8_t *p,
 		return 0;
 	fpdu = mpa_fpdu_len(ulen);
 	return avail < fpdu ? 0 : fpdu;
+}
+
+/* Places the payload at q, destination by destination; returns where
+ * the trailer starts, or NULL when no destination was found. */
+static const uint8_t *iw_rx_whole_payload(struct iw_rx *rx, const uint8_t *q)
+{
+	while (rx->state == IW_RX_PAYLOAD) {
+		size_t n = rx->payload_left;
+
+		if (!rx->discard) {
+			if (n > rx->dst.len)
+				n = rx->dst.len;
+			memcpy(rx->dst.buf, q, n);
+			rx->dst.buf += n;
+			rx->dst.len -= n;
+		}
+		q += n;
+		rx->pos += n;
+		rx->payload_left -= n;
+		if (!rx->payload_left)
+			iw_rx_to_trailer(rx);
+		else if (iw_rx_refill(rx))
+			return NULL;
+	}
+	return q;
 }
 
 /*
@@ -437,25 +481,9 @@ int iw_rx_whole(struct iw_rx *rx, const uint8_t *p, size_t fpdu,
 					IW_CRC32C_INIT;
 		return 0;
 	}
-	q = p + hlen;
-	while (rx->state == IW_RX_PAYLOAD) {
-		size_t n = rx->payload_left;
-
-		if (!rx->discard) {
-			if (n > rx->dst.len)
-				n = rx->dst.len;
-			memcpy(rx->dst.buf, q, n);
-			rx->dst.buf += n;
-			rx->dst.len -= n;
-		}
-		q += n;
-		rx->pos += n;
-		rx->payload_left -= n;
-		if (!rx->payload_left)
-			iw_rx_to_trailer(rx);
-		else if (iw_rx_refill(rx))
-			return -EPROTO;
-	}
+	q = iw_rx_whole_payload(rx, p + hlen);
+	if (!q)
+		return -EPROTO;
 	memcpy(rx->trailer, q, pad + MPA_CRC_LEN);
 	rx->trailer_have = rx->trailer_need;
 	rx->pos += pad + MPA_CRC_LEN;

@@ -30,7 +30,16 @@ struct iw_srq;
 struct iw_listener;
 struct iw_conn_req;
 
-/* Logging hook: level 0 warn, 1 info, 2 debug. */
+/* Log levels for iw_log_fn; IW_LOG_DATA marks a data-path line. */
+enum iw_log_level {
+	IW_LOG_WARN = 0,
+	IW_LOG_INFO = 1,
+	IW_LOG_DEBUG = 2,
+	IW_LOG_LEVEL_MASK = 0x0f,
+	IW_LOG_DATA = 0x10,
+};
+
+/* Logging hook: level is an iw_log_level, maybe | IW_LOG_DATA. */
 typedef void (*iw_log_fn)(void *arg, int level, const char *msg);
 
 int iw_dev_open(struct iw_dev **dev);

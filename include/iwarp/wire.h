@@ -85,12 +85,20 @@ struct iw_err {
 	uint8_t layer;
 	uint8_t etype;
 	uint8_t ecode;
+	bool vals;		/* got and want below say what differed */
 	const char *why;	/* static text for the log, may be NULL */
+	uint64_t got, want;	/* the value received and the one expected */
 };
 
 /* Fills *err and returns -EPROTO, so parsers can `return iw_fail(...)`. */
 int iw_fail(struct iw_err *err, uint8_t layer, uint8_t etype, uint8_t ecode,
 	    const char *why);
+/* iw_fail, and the value received against the one expected. */
+int iw_fail_v(struct iw_err *err, uint8_t layer, uint8_t etype,
+	      uint8_t ecode, const char *why, uint64_t got, uint64_t want);
+/* err->why with the values, e.g. "Send MSN out of range: got 7, expected
+ * 5"; "-" without a reason. Returns buf. */
+const char *iw_err_why(const struct iw_err *err, char *buf, size_t size);
 /* Human-readable name of a triple, e.g. "DDP untagged buffer: invalid MSN
  * (range)". Never NULL. */
 const char *iw_err_str(uint8_t layer, uint8_t etype, uint8_t ecode);

@@ -174,13 +174,21 @@ void iwarp_params_fini(void)
 
 void iwarp_engine_log(void *arg, int level, const char *msg)
 {
+	enum fi_log_subsys sub = level & IW_LOG_DATA ? FI_LOG_EP_DATA :
+						       FI_LOG_EP_CTRL;
+
 	(void)arg;
-	if (level <= 0)
-		FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL, "%s\n", msg);
-	else if (level == 1)
-		FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL, "%s\n", msg);
-	else
-		FI_DBG(&iwarp_prov, FI_LOG_EP_CTRL, "%s\n", msg);
+	switch (level & IW_LOG_LEVEL_MASK) {
+	case IW_LOG_WARN:
+		FI_WARN(&iwarp_prov, sub, "%s\n", msg);
+		break;
+	case IW_LOG_INFO:
+		FI_INFO(&iwarp_prov, sub, "%s\n", msg);
+		break;
+	default:
+		FI_DBG(&iwarp_prov, sub, "%s\n", msg);
+		break;
+	}
 }
 
 void iwarp_log_established(const char *what, const struct iw_cm_event *ev)
