@@ -306,29 +306,71 @@ ssize_t mpa_fpdu_build(uint8_t *buf, size_t cap, const uint8_t *ulpdu,
 	return (ssize_t)w.n;
 }
 
+/* Where mpa_marker_strip is inside the FPDU stream. */
+struct mpa_strip {
+	uint64_t fpdu_start;
+	size_t fpdu_left;	/* marker-free octets left in this FPDU */
+	uint8_t lenbuf[MPA_FPDU_HDR];
+	size_t lenhave;
+	bool in_fpdu;
+};
+
+/* The marker at in (pos is a marker position): 0, -EAGAIN or a fail. */
+static int mpa_strip_marker(const struct mpa_strip *s, const uint8_t *in,
+			    size_t avail, uint64_t pos, struct iw_err *err)
+{
+	uint16_t got, want = (uint16_t)(pos - s->fpdu_start);
+
+	if (avail < MPA_MARKER_LEN)
+		return -EAGAIN;
+	got = iw_get16(in + 2) & ~3u;
+	if (got != want)
+		return iw_fail_v(err, IW_LAYER_LLP, MPA_ETYPE,
+				 MPA_ECODE_MARKER, "FPDUPTR mismatch", got,
+				 want);
+	return 0;
+}
+
+/* Takes up to room FPDU octets from in: the ULPDU_Length field (maybe
+ * split by a marker) or the rest of the FPDU. Returns what it took. */
+static size_t mpa_strip_take(struct mpa_strip *s, const uint8_t *in,
+			     size_t room)
+{
+	if (s->fpdu_left == 0) {
+		if (room > MPA_FPDU_HDR - s->lenhave)
+			room = MPA_FPDU_HDR - s->lenhave;
+		memcpy(s->lenbuf + s->lenhave, in, room);
+		s->lenhave += room;
+		if (s->lenhave == MPA_FPDU_HDR) {
+			s->fpdu_left = mpa_fpdu_len(iw_get16(s->lenbuf)) -
+				       MPA_FPDU_HDR;
+			s->lenhave = 0;
+		}
+		return room;
+	}
+	if (room > s->fpdu_left)
+		room = s->fpdu_left;
+	s->fpdu_left -= room;
+	s->in_fpdu = s->fpdu_left != 0;
+	return room;
+}
+
 ssize_t mpa_marker_strip(uint8_t *out, size_t cap, const uint8_t *in,
 			 size_t len, uint64_t pos, struct iw_err *err)
 {
-	uint64_t fpdu_start = pos;
-	size_t fpdu_left = 0;	/* marker-free octets left in this FPDU */
-	uint8_t lenbuf[MPA_FPDU_HDR];
-	size_t lenhave = 0, n = 0, i = 0;
-	bool in_fpdu = false;
+	struct mpa_strip s = { .fpdu_start = pos };
+	size_t n = 0, i = 0, room;
+	int ret;
 
 	while (i < len) {
-		size_t room;
-
-		if (!in_fpdu) {
-			fpdu_start = pos;
-			in_fpdu = true;
+		if (!s.in_fpdu) {
+			s.fpdu_start = pos;
+			s.in_fpdu = true;
 		}
 		if (pos % MPA_MARKER_INTERVAL == 0) {
-			if (len - i < MPA_MARKER_LEN)
-				return -EAGAIN;
-			if ((iw_get16(in + i + 2) & ~3u) !=
-			    (uint16_t)(pos - fpdu_start))
-				return MPA_LLP_FAIL(err, MPA_ECODE_MARKER,
-						    "FPDUPTR mismatch");
+			ret = mpa_strip_marker(&s, in + i, len - i, pos, err);
+			if (ret)
+				return ret;
 			i += MPA_MARKER_LEN;
 			pos += MPA_MARKER_LEN;
 			continue;
@@ -336,23 +378,7 @@ ssize_t mpa_marker_strip(uint8_t *out, size_t cap, const uint8_t *in,
 		room = MPA_MARKER_INTERVAL - pos % MPA_MARKER_INTERVAL;
 		if (room > len - i)
 			room = len - i;
-		if (fpdu_left == 0) {
-			/* reading the ULPDU_Length field, maybe split */
-			if (room > MPA_FPDU_HDR - lenhave)
-				room = MPA_FPDU_HDR - lenhave;
-			memcpy(lenbuf + lenhave, in + i, room);
-			lenhave += room;
-			if (lenhave == MPA_FPDU_HDR) {
-				fpdu_left = mpa_fpdu_len(iw_get16(lenbuf)) -
-					    MPA_FPDU_HDR;
-				lenhave = 0;
-			}
-		} else {
-			if (room > fpdu_left)
-				room = fpdu_left;
-			fpdu_left -= room;
-			in_fpdu = fpdu_left != 0;
-		}
+		room = mpa_strip_take(&s, in + i, room);
 		if (cap - n < room)
 			return -ENOSPC;
 		memcpy(out + n, in + i, room);
@@ -360,7 +386,5 @@ ssize_t mpa_marker_strip(uint8_t *out, size_t cap, const uint8_t *in,
 		i += room;
 		pos += room;
 	}
-	if (in_fpdu)
-		return -EAGAIN;
-	return (ssize_t)n;
+	return s.in_fpdu ? -EAGAIN : (ssize_t)n;
 }

@@ -589,8 +589,9 @@ static void eu_log(void *arg, int level, const char *msg)
 {
 	int max = *(int *)arg;
 
-	if (level <= max)
-		fprintf(stderr, "# engine[%d]: %s\n", level, msg);
+	if ((level & IW_LOG_LEVEL_MASK) <= max)
+		fprintf(stderr, "# engine[%d%s]: %s\n", level & IW_LOG_LEVEL_MASK,
+			level & IW_LOG_DATA ? " data" : "", msg);
 }
 
 int eu_env_open(struct eu_env *env)

@@ -302,7 +302,7 @@ static const struct iw_cm_event *cm_find(const struct hctx *c,
 
 static void eng_log(void *arg, int level, const char *msg)
 {
-	if (level == 0)
+	if ((level & IW_LOG_LEVEL_MASK) == IW_LOG_WARN)
 		tap_diag("engine: %s", msg);
 }
 
