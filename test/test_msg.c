@@ -48,6 +48,25 @@ static size_t cm_getopt(struct fid *fid)
 	return v;
 }
 
+/* The size a too short option buffer is told it needs; 0 if the call
+ * did not answer -FI_ETOOSMALL. */
+static size_t cm_getopt_short(struct fid *fid)
+{
+	size_t v = 0, len = sizeof(v) - 1;
+
+	if (fi_getopt(fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &v, &len) !=
+	    -FI_ETOOSMALL)
+		return 0;
+	return len;
+}
+
+/* fi_tx/rx_size_left, called as their deprecated inlines do (without
+ * the deprecation warning). */
+static ssize_t size_left(struct fid_ep *ep, bool tx)
+{
+	return tx ? ep->ops->tx_size_left(ep) : ep->ops->rx_size_left(ep);
+}
+
 /* The first client endpoint also tries the limits. */
 static int cm_first_endpoint(struct node *n)
 {
@@ -56,9 +75,17 @@ static int cm_first_endpoint(struct node *n)
 
 	if (ret)
 		return ret;
-	check(cm_getopt(&n->ep->fid) == CM_MAX,
-	      "fi_getopt(FI_OPT_CM_DATA_SIZE) on an endpoint is %d (%zu)",
-	      CM_MAX, cm_getopt(&n->ep->fid));
+	/* fi_tx/rx_size_left are deprecated in fi_endpoint(3): no endpoint
+	 * type claims a bound it cannot keep (the base answers for all) */
+	check(cm_getopt(&n->ep->fid) == CM_MAX &&
+		      cm_getopt_short(&n->ep->fid) == sizeof(size_t) &&
+		      size_left(n->ep, true) == -FI_ENOSYS &&
+		      size_left(n->ep, false) == -FI_ENOSYS,
+	      "fi_getopt(FI_OPT_CM_DATA_SIZE) on an endpoint is %d (%zu); "
+	      "a short buffer learns the size it needs (%zu); "
+	      "fi_tx/rx_size_left -> -FI_ENOSYS (%zd, %zd)",
+	      CM_MAX, cm_getopt(&n->ep->fid), cm_getopt_short(&n->ep->fid),
+	      size_left(n->ep, true), size_left(n->ep, false));
 	ret = fi_connect(n->ep, n->info->dest_addr, big, sizeof(big));
 	check(ret == -FI_EINVAL,
 	      "fi_connect with %zu octets of data -> -FI_EINVAL (%d)",

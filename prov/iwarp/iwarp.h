@@ -71,7 +71,10 @@ struct iwarp_params {
 extern struct iwarp_params iwarp_params;
 
 struct iw_cm_event;
-/* One info line per established connection: what was negotiated. */
+/* One info line per established connection: what was negotiated, on
+ * the connection `label` names (iw_qp_label; NULL: none). */
+void iwarp_log_connected(const char *what, const char *label,
+			 const struct iw_cm_event *ev);
 void iwarp_log_established(const char *what, const struct iw_cm_event *ev);
 /* The engine's log hook (iw_dev_set_log): FI_WARN/FI_INFO/FI_DBG. */
 void iwarp_engine_log(void *arg, int level, const char *msg);
@@ -79,36 +82,7 @@ void iwarp_engine_log(void *arg, int level, const char *msg);
 int iwarp_params_init(void);
 void iwarp_params_fini(void);
 
-union iwarp_sockaddr {
-	struct sockaddr sa;
-	struct sockaddr_in sin;
-	struct sockaddr_in6 sin6;
-};
-
-static inline socklen_t iwarp_sa_len(const struct sockaddr *sa)
-{
-	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
-					   sizeof(struct sockaddr_in);
-}
-
-/* "ffff:...:ffff/128" plus NUL fits. */
-#define IWARP_FABRIC_NAME_MAX	(INET6_ADDRSTRLEN + 8)
-
-/*
- * One usable interface address: a fabric is the IP subnet it lives in,
- * a domain is the interface.
- */
-struct iwarp_iface {
-	char name[IF_NAMESIZE];
-	char fabric[IWARP_FABRIC_NAME_MAX];
-	union iwarp_sockaddr addr;	/* port 0 */
-	bool loopback;
-};
-
-int iwarp_iface_list(struct iwarp_iface **ifs, size_t *count);
-const struct iwarp_iface *iwarp_iface_find(const struct iwarp_iface *ifs,
-					   size_t count, const char *fabric,
-					   const char *domain);
+#include "iwarp_iface.h"
 
 int iwarp_getinfo(uint32_t version, const char *node, const char *service,
 		  uint64_t flags, const struct fi_info *hints,
@@ -461,27 +435,7 @@ int iwarp_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 int iwarp_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 		     uint64_t flags, struct fid_mr **mr);
 
-/* ---- connected endpoints (iwarp_ep.c, iwarp_ep_data.c) */
-
-/* One posted operation; the engine work request's context. */
-struct iwarp_op {
-	void *context;
-	uint64_t flags;			/* CQ entry flags */
-	size_t len;
-	bool cq;			/* report success in the CQ */
-	int pending;			/* engine work requests still out */
-	int status;			/* first failure (enum iw_wc_status) */
-	struct iw_err err;
-	struct iwarp_op *next;		/* free list */
-};
-
-enum iwarp_ep_state {
-	IWARP_EP_IDLE,
-	IWARP_EP_CONNECTING,
-	IWARP_EP_ACCEPTING,
-	IWARP_EP_CONNECTED,
-	IWARP_EP_SHUTDOWN,
-};
+/* ---- endpoints: the shared base, then the entry points of each type */
 
 /* hardware iWARP (Chelsio iw_cxgb4) rejects more than 256 octets of MPA
  * private data, RFC 6581's 4 enhanced octets included */
@@ -491,80 +445,22 @@ enum iwarp_ep_state {
 #define IWARP_QUEUE_SIZE 256
 #define IWARP_RDMA_DEPTH 16	/* IRD and ORD asked for */
 
-struct iwarp_connreq;
+#include "iwarp_ep_base.h"
 
-struct iwarp_ep {
-	struct fid_ep ep_fid;
-	struct iwarp_domain *dom;
-	struct iwarp_fabric *fab;
-	struct fi_info *info;
-	struct iw_qp *qp;
-	struct iwarp_pollable poll;
-	enum iwarp_ep_state state;
-	bool enabled;
-	bool state_passive;		/* made from an FI_CONNREQ */
-	struct iwarp_cq *tx_cq, *rx_cq;
-	bool tx_selective, rx_selective;
-	struct iwarp_eq *eq;
-	struct iwarp_cntr *cntr_send, *cntr_recv, *cntr_read, *cntr_write;
-	uint64_t tx_op_flags, rx_op_flags;
-	struct iwarp_connreq *connreq;	/* passive side, from info->handle */
-	struct iwarp_op *ops;
-	struct iwarp_op *free_ops;
-	size_t nops;
-	union iwarp_sockaddr src;	/* fi_setname / info->src_addr */
-};
-
-static inline struct iwarp_ep *iwarp_ep_of(struct fid *fid)
-{
-	return iwarp_container_of(fid, struct iwarp_ep, ep_fid.fid);
-}
-
-int iwarp_ep_open(struct fid_domain *domain, struct fi_info *info,
-		  struct fid_ep **ep, void *context);
-extern struct fi_ops_msg iwarp_msg_ops;
-extern struct fi_ops_rma iwarp_rma_ops;
-/* Engine completion callback of an endpoint's QP (lock held). */
-struct iw_wc;
-void iwarp_ep_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc);
-struct iwarp_op *iwarp_op_get(struct iwarp_ep *ep);
-void iwarp_op_put(struct iwarp_ep *ep, struct iwarp_op *op);
-int iwarp_errno_from_status(int status);
+/* FI_EP_MSG (msg/): active and passive endpoints. */
+int iwarp_msg_open(struct fid_domain *domain, struct fi_info *info,
+		   struct fid_ep **ep, void *context);
+int iwarp_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+		     struct fid_pep **pep, void *context);
 /* fi_query_atomic: what RDM endpoints of the domain run (iwarp_rdm_rma.c) */
 int iwarp_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 		       enum fi_op op, struct fi_atomic_attr *attr,
 		       uint64_t flags);
 
-/* ---- passive endpoints (iwarp_pep.c) */
-
-struct iwarp_pep {
-	struct fid_pep pep_fid;
-	struct iwarp_fabric *fab;
-	struct fi_info *info;
-	struct iwarp_eq *eq;
-	struct iw_dev *dev;
-	struct iw_listener *l;
-	struct iwarp_pollable poll;
-	union iwarp_sockaddr addr;
-	struct iwarp_list reqs;		/* undecided iwarp_connreqs */
-};
-
-/* info->handle of FI_CONNREQ: the request until accepted or rejected. */
-struct iwarp_connreq {
-	struct fid fid;
-	struct iwarp_list link;
-	struct iwarp_pep *pep;
-	struct iw_conn_req *req;	/* NULL once the engine dropped it */
-};
-
-int iwarp_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
-		     struct fid_pep **pep, void *context);
-/* Detaches a request from its pep (accept/reject/endpoint close). */
-void iwarp_connreq_release(struct iwarp_connreq *cr);
-
 /*
- * Stubs for operations that do not exist yet: libfabric keeps its
- * fi_no_* helpers internal, so external providers bring their own.
+ * ---- stubs (iwarp_stubs.c): libfabric keeps its fi_no_* helpers
+ * internal, so external providers bring their own. All return
+ * -FI_ENOSYS.
  */
 int iwarp_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int iwarp_no_control(struct fid *fid, int command, void *arg);
@@ -573,5 +469,29 @@ int iwarp_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
 int iwarp_no_tostr(const struct fid *fid, char *buf, size_t len);
 int iwarp_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
 		     void *ops, void *context);
+/* fi_ops_cm */
+int iwarp_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen);
+int iwarp_no_connect(struct fid_ep *ep, const void *addr, const void *param,
+		     size_t paramlen);
+int iwarp_no_listen(struct fid_pep *pep);
+int iwarp_no_accept(struct fid_ep *ep, const void *param, size_t paramlen);
+int iwarp_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
+		    size_t paramlen);
+int iwarp_no_shutdown(struct fid_ep *ep, uint64_t flags);
+int iwarp_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+		  struct fid_mc **mc, void *context);
+/* fi_ops_msg / fi_ops_rma calls with remote CQ data */
+ssize_t iwarp_no_senddata(struct fid_ep *ep, const void *buf, size_t len,
+			  void *desc, uint64_t data, fi_addr_t dest_addr,
+			  void *context);
+ssize_t iwarp_no_injectdata(struct fid_ep *ep, const void *buf, size_t len,
+			    uint64_t data, fi_addr_t dest_addr);
+ssize_t iwarp_no_writedata(struct fid_ep *ep, const void *buf, size_t len,
+			   void *desc, uint64_t data, fi_addr_t dest_addr,
+			   uint64_t addr, uint64_t key, void *context);
+ssize_t iwarp_no_inject_writedata(struct fid_ep *ep, const void *buf,
+				  size_t len, uint64_t data,
+				  fi_addr_t dest_addr, uint64_t addr,
+				  uint64_t key);
 
 #endif /* IWARP_PROV_H */

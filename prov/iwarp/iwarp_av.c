@@ -32,7 +32,7 @@ static uint64_t iwarp_av_mix(uint64_t h)	/* splitmix64 finalizer */
 	return h ^ (h >> 31);
 }
 
-/* Family, port and address; the same fields iwarp_av_same compares. */
+/* Family, port and address; the same fields iwarp_addr_equal compares. */
 static uint64_t iwarp_av_hash_sa(const union iwarp_sockaddr *a)
 {
 	uint64_t h = (uint64_t)a->sa.sa_family << 16;
@@ -44,19 +44,6 @@ static uint64_t iwarp_av_hash_sa(const union iwarp_sockaddr *a)
 	memcpy(w, &a->sin6.sin6_addr, sizeof(w));
 	h = iwarp_av_mix(h ^ a->sin6.sin6_port ^ w[0]);
 	return iwarp_av_mix(h ^ w[1]);
-}
-
-static bool iwarp_av_same(const union iwarp_sockaddr *a,
-			  const union iwarp_sockaddr *b)
-{
-	if (a->sa.sa_family != b->sa.sa_family)
-		return false;
-	if (a->sa.sa_family == AF_INET)
-		return a->sin.sin_port == b->sin.sin_port &&
-		       a->sin.sin_addr.s_addr == b->sin.sin_addr.s_addr;
-	return a->sin6.sin6_port == b->sin6.sin6_port &&
-	       !memcmp(&a->sin6.sin6_addr, &b->sin6.sin6_addr,
-		       sizeof(a->sin6.sin6_addr));
 }
 
 static size_t iwarp_av_home(const struct iwarp_av *av,
@@ -146,7 +133,7 @@ fi_addr_t iwarp_av_reverse(struct iwarp_av *av, const struct sockaddr *sa)
 	memcpy(&a, sa, iwarp_sa_len(sa));
 	for (s = iwarp_av_home(av, &a); av->hash[s]; s = (s + 1) & mask) {
 		idx = av->hash[s] - 1;
-		if (idx < best && iwarp_av_same(&av->tab[idx].addr, &a))
+		if (idx < best && iwarp_addr_equal(&av->tab[idx].addr, &a))
 			best = idx;
 	}
 	return best == SIZE_MAX ? FI_ADDR_NOTAVAIL : (fi_addr_t)best;
@@ -437,21 +424,17 @@ static int iwarp_av_lookup(struct fid_av *av_fid, fi_addr_t fi_addr,
 /* libfabric's format; NULL for anything but sockaddr_in/in6. */
 static int iwarp_av_format(const void *addr, char *buf, size_t len)
 {
-	char host[INET6_ADDRSTRLEN];
+	char host[IWARP_ADDR_STRLEN];
 	union iwarp_sockaddr a;
 
 	memcpy(&a.sa, addr, sizeof(a.sa));
 	if (a.sa.sa_family != AF_INET && a.sa.sa_family != AF_INET6)
 		return -1;
 	memcpy(&a, addr, iwarp_sa_len(&a.sa));
-	if (a.sa.sa_family == AF_INET) {
-		inet_ntop(AF_INET, &a.sin.sin_addr, host, sizeof(host));
-		return snprintf(buf, len, "fi_sockaddr_in://%s:%u", host,
-				ntohs(a.sin.sin_port));
-	}
-	inet_ntop(AF_INET6, &a.sin6.sin6_addr, host, sizeof(host));
-	return snprintf(buf, len, "fi_sockaddr_in6://[%s]:%u", host,
-			ntohs(a.sin6.sin6_port));
+	return snprintf(buf, len, "%s://%s",
+			a.sa.sa_family == AF_INET ? "fi_sockaddr_in" :
+						   "fi_sockaddr_in6",
+			iwarp_addr_str(&a, host, sizeof(host)));
 }
 
 /* Truncated to *len (NUL included); *len becomes the size needed. */

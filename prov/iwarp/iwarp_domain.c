@@ -72,7 +72,7 @@ static int iwarp_endpoint_open(struct fid_domain *domain, struct fi_info *info,
 {
 	if (info && info->ep_attr && info->ep_attr->type == FI_EP_RDM)
 		return iwarp_rdm_open(domain, info, ep, context);
-	return iwarp_ep_open(domain, info, ep, context);
+	return iwarp_msg_open(domain, info, ep, context);
 }
 
 static struct fi_ops iwarp_domain_fi_ops = {
@@ -116,23 +116,14 @@ static int iwarp_domain_iface(const struct iwarp_fabric *fab,
 			      struct iwarp_iface *out)
 {
 	const char *name = info->domain_attr ? info->domain_attr->name : NULL;
-	const struct iwarp_iface *found;
-	struct iwarp_iface *ifs;
-	size_t count;
 	int ret;
 
-	ret = iwarp_iface_list(&ifs, &count);
-	if (ret)
-		return ret;
-	found = iwarp_iface_find(ifs, count, fab->name, name);
-	if (found)
-		*out = *found;
-	else
+	ret = iwarp_iface_lookup(fab->name, name, out);
+	if (ret == -FI_ENODATA)
 		FI_INFO(&iwarp_prov, FI_LOG_DOMAIN,
 			"no domain %s in fabric %s\n", name ? name : "(any)",
 			fab->name);
-	free(ifs);
-	return found ? 0 : -FI_ENODATA;
+	return ret;
 }
 
 int iwarp_domain_open(struct fid_fabric *fabric, struct fi_info *info,

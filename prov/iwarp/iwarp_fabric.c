@@ -63,22 +63,6 @@ static struct fi_ops_fabric iwarp_fabric_ops = {
 	.domain2 = iwarp_no_domain2,
 };
 
-/* Returns 0 if name is one of the fabrics fi_getinfo reports now. */
-static int iwarp_fabric_known(const char *name)
-{
-	struct iwarp_iface *ifs;
-	size_t count;
-	int ret;
-
-	ret = iwarp_iface_list(&ifs, &count);
-	if (ret)
-		return ret;
-	if (!iwarp_iface_find(ifs, count, name, NULL))
-		ret = -FI_ENODATA;
-	free(ifs);
-	return ret;
-}
-
 int iwarp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		      void *context)
 {
@@ -87,7 +71,8 @@ int iwarp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 
 	if (!attr || !attr->name)
 		return -FI_EINVAL;
-	ret = iwarp_fabric_known(attr->name);
+	/* one of the fabrics fi_getinfo reports now */
+	ret = iwarp_iface_lookup(attr->name, NULL, NULL);
 	if (ret) {
 		FI_INFO(&iwarp_prov, FI_LOG_FABRIC, "unknown fabric %s\n",
 			attr->name);

@@ -14,52 +14,10 @@
 #include "iwarp_attr.h"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Address octets of an AF_INET/AF_INET6 sockaddr, and their count. */
-static const uint8_t *iwarp_sa_octets(const struct sockaddr *sa, size_t *len)
-{
-	const union iwarp_sockaddr *u = (const void *)sa;
-
-	if (sa->sa_family == AF_INET6) {
-		*len = sizeof(u->sin6.sin6_addr);
-		return u->sin6.sin6_addr.s6_addr;
-	}
-	*len = sizeof(u->sin.sin_addr);
-	return (const uint8_t *)&u->sin.sin_addr;
-}
-
-static bool iwarp_sa_is_any(const struct sockaddr *sa)
-{
-	const uint8_t *p;
-	size_t len, i;
-
-	p = iwarp_sa_octets(sa, &len);
-	for (i = 0; i < len; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
-static void iwarp_sa_set_port(union iwarp_sockaddr *a, uint16_t port_be)
-{
-	if (a->sa.sa_family == AF_INET6)
-		a->sin6.sin6_port = port_be;
-	else
-		a->sin.sin_port = port_be;
-}
-
-static uint16_t iwarp_sa_port(const struct sockaddr *sa)
-{
-	const union iwarp_sockaddr *u = (const void *)sa;
-
-	return sa->sa_family == AF_INET6 ? u->sin6.sin6_port :
-					   u->sin.sin_port;
-}
 
 /* True if `want` names host address `have`; a wildcard names them all. */
 static bool iwarp_sa_same_host(const struct sockaddr *want,
@@ -72,148 +30,15 @@ static bool iwarp_sa_same_host(const struct sockaddr *want,
 
 	if (want->sa_family != have->sa_family)
 		return false;
-	if (iwarp_sa_is_any(want))
+	if (iwarp_addr_is_any(want))
 		return true;
-	w = iwarp_sa_octets(want, &wlen);
-	h = iwarp_sa_octets(have, &hlen);
+	w = iwarp_addr_octets(want, &wlen);
+	h = iwarp_addr_octets(have, &hlen);
 	if (memcmp(w, h, wlen))
 		return false;
 	/* fe80::1 exists once per link: the scope tells them apart. */
 	return want->sa_family != AF_INET6 || !w6->sin6_scope_id ||
 	       w6->sin6_scope_id == h6->sin6_scope_id;
-}
-
-/* Writes "network/prefix" of addr under mask (NULL: host route). */
-static int iwarp_subnet_name(const struct sockaddr *addr,
-			     const struct sockaddr *mask, char *buf,
-			     size_t size)
-{
-	uint8_t net[sizeof(struct in6_addr)];
-	const uint8_t *a, *m = NULL;
-	unsigned int prefix = 0;
-	size_t len, mlen, i, used;
-
-	a = iwarp_sa_octets(addr, &len);
-	if (mask && mask->sa_family == addr->sa_family)
-		m = iwarp_sa_octets(mask, &mlen);
-	for (i = 0; i < len; i++) {
-		uint8_t mb = m ? m[i] : 0xff;
-
-		net[i] = a[i] & mb;
-		prefix += __builtin_popcount(mb);
-	}
-	if (!inet_ntop(addr->sa_family, net, buf, size))
-		return -errno;
-	used = strlen(buf);
-	if ((size_t)snprintf(buf + used, size - used, "/%u", prefix) >=
-	    size - used)
-		return -FI_ETOOSMALL;
-	return 0;
-}
-
-/* Interface name without an IPv4 label suffix ("eth0:1" -> "eth0"). */
-static bool iwarp_ifname(const char *label, char *name)
-{
-	size_t len = strcspn(label, ":");
-
-	if (!len || len >= IF_NAMESIZE)
-		return false;
-	memcpy(name, label, len);
-	name[len] = '\0';
-	return true;
-}
-
-static bool iwarp_ifa_usable(const struct ifaddrs *ifa)
-{
-	const struct sockaddr *sa = ifa->ifa_addr;
-
-	if (!sa || !(ifa->ifa_flags & IFF_UP))
-		return false;
-	return sa->sa_family == AF_INET || sa->sa_family == AF_INET6;
-}
-
-/* Returns true if ifa became *ifc (and passes FI_IWARP_IFACE). */
-static bool iwarp_iface_fill(struct iwarp_iface *ifc,
-			     const struct ifaddrs *ifa)
-{
-	const struct sockaddr *sa = ifa->ifa_addr;
-
-	memset(ifc, 0, sizeof(*ifc));
-	if (!iwarp_ifa_usable(ifa) || !iwarp_ifname(ifa->ifa_name, ifc->name))
-		return false;
-	if (iwarp_params.iface && strcmp(ifc->name, iwarp_params.iface))
-		return false;
-	if (iwarp_subnet_name(sa, ifa->ifa_netmask, ifc->fabric,
-			      sizeof(ifc->fabric)))
-		return false;
-	memcpy(&ifc->addr, sa, iwarp_sa_len(sa));
-	iwarp_sa_set_port(&ifc->addr, 0);
-	ifc->loopback = !!(ifa->ifa_flags & IFF_LOOPBACK);
-	return true;
-}
-
-/* Appends the usable addresses with loopback == lo; returns the count. */
-static size_t iwarp_iface_pass(const struct ifaddrs *list, bool lo,
-			       struct iwarp_iface *ifs, size_t n)
-{
-	const struct ifaddrs *ifa;
-
-	for (ifa = list; ifa; ifa = ifa->ifa_next) {
-		if (!iwarp_iface_fill(&ifs[n], ifa))
-			continue;
-		if (ifs[n].loopback == lo)
-			n++;
-	}
-	return n;
-}
-
-/*
- * Lists the usable interface addresses, loopback last, honouring
- * FI_IWARP_IFACE. Returns 0 (with *count possibly 0) or a negative
- * error; the caller frees *ifs.
- */
-int iwarp_iface_list(struct iwarp_iface **ifs, size_t *count)
-{
-	struct ifaddrs *list, *ifa;
-	size_t max = 1;
-
-	if (getifaddrs(&list)) {
-		FI_WARN(&iwarp_prov, FI_LOG_CORE, "getifaddrs: %s\n",
-			strerror(errno));
-		return -errno;
-	}
-	for (ifa = list; ifa; ifa = ifa->ifa_next)
-		max += iwarp_ifa_usable(ifa);
-	*ifs = calloc(max, sizeof(**ifs));
-	if (!*ifs) {
-		freeifaddrs(list);
-		return -FI_ENOMEM;
-	}
-	*count = iwarp_iface_pass(list, false, *ifs, 0);
-	*count = iwarp_iface_pass(list, true, *ifs, *count);
-	freeifaddrs(list);
-	if (!*count && iwarp_params.iface)
-		FI_WARN(&iwarp_prov, FI_LOG_CORE,
-			"FI_IWARP_IFACE=%s: no such interface with an address "
-			"that is up\n", iwarp_params.iface);
-	return 0;
-}
-
-/* First address matching fabric and domain name (NULL matches any). */
-const struct iwarp_iface *iwarp_iface_find(const struct iwarp_iface *ifs,
-					   size_t count, const char *fabric,
-					   const char *domain)
-{
-	size_t i;
-
-	for (i = 0; i < count; i++) {
-		if (fabric && strcmp(fabric, ifs[i].fabric))
-			continue;
-		if (domain && strcmp(domain, ifs[i].name))
-			continue;
-		return &ifs[i];
-	}
-	return NULL;
 }
 
 static bool iwarp_addr_format_ok(uint32_t format)
@@ -295,23 +120,12 @@ static int iwarp_req_node(struct iwarp_req *req, const char *node,
 		freeaddrinfo(res);
 		return 0;
 	}
-	req->port = iwarp_sa_port(res->ai_addr);
+	req->port = iwarp_addr_port(res->ai_addr);
 	if (node)
 		req->src = res;
 	else
 		freeaddrinfo(res);
 	return 0;
-}
-
-static bool iwarp_sa_valid(const void *addr, size_t len)
-{
-	const struct sockaddr *sa = addr;
-
-	if (len < sizeof(sa->sa_family))
-		return false;
-	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
-		return false;
-	return len >= iwarp_sa_len(sa);
 }
 
 /*
@@ -323,14 +137,14 @@ static int iwarp_req_hints(struct iwarp_req *req, const struct fi_info *hints,
 			   bool source, bool named)
 {
 	if (hints->src_addr && !source) {
-		if (!iwarp_sa_valid(hints->src_addr, hints->src_addrlen))
+		if (!iwarp_addr_valid(hints->src_addr, hints->src_addrlen))
 			return -FI_ENODATA;
 		req->hint_src = hints->src_addr;
 		if (!req->port)
-			req->port = iwarp_sa_port(req->hint_src);
+			req->port = iwarp_addr_port(req->hint_src);
 	}
 	if (hints->dest_addr && (source || !named)) {
-		if (!iwarp_sa_valid(hints->dest_addr, hints->dest_addrlen))
+		if (!iwarp_addr_valid(hints->dest_addr, hints->dest_addrlen))
 			return -FI_ENODATA;
 		memcpy(&req->dest, hints->dest_addr,
 		       iwarp_sa_len(hints->dest_addr));
@@ -378,13 +192,6 @@ static bool iwarp_src_fits(const struct iwarp_iface *ifc,
 	return false;
 }
 
-static bool iwarp_sa_is_loopback(const union iwarp_sockaddr *a)
-{
-	if (a->sa.sa_family == AF_INET6)
-		return IN6_IS_ADDR_LOOPBACK(&a->sin6.sin6_addr);
-	return (ntohl(a->sin.sin_addr.s_addr) >> 24) == IN_LOOPBACKNET;
-}
-
 /*
  * Loopback reaches only loopback and a peer on another host needs a real
  * interface; a scoped link-local peer is reachable on its link only.
@@ -396,42 +203,12 @@ static bool iwarp_dest_fits(const struct iwarp_iface *ifc,
 
 	if (dest->sa.sa_family != ifc->addr.sa.sa_family)
 		return false;
-	if (ifc->loopback != iwarp_sa_is_loopback(dest))
+	if (ifc->loopback != iwarp_addr_is_loopback(&dest->sa))
 		return false;
 	if (dest->sa.sa_family != AF_INET6 || !d6->sin6_scope_id ||
 	    !IN6_IS_ADDR_LINKLOCAL(&d6->sin6_addr))
 		return true;
-	return d6->sin6_scope_id == if_nametoindex(ifc->name);
-}
-
-/* True if the first `bits` bits of a and b agree. */
-static bool iwarp_prefix_equal(const uint8_t *a, const uint8_t *b,
-			       unsigned long bits)
-{
-	size_t whole = bits / 8;
-	unsigned int rest = bits % 8;
-	uint8_t mask = (uint8_t)(0xff << (8 - rest));
-
-	if (memcmp(a, b, whole))
-		return false;
-	return !rest || !((a[whole] ^ b[whole]) & mask);
-}
-
-/* True if addr lies in the subnet the fabric name ("net/len") gives. */
-static bool iwarp_subnet_has(const struct iwarp_iface *ifc,
-			     const struct sockaddr *addr)
-{
-	const char *slash = strrchr(ifc->fabric, '/');
-	const uint8_t *a, *mine;
-	unsigned long prefix;
-	size_t len;
-
-	if (!slash || addr->sa_family != ifc->addr.sa.sa_family)
-		return false;
-	prefix = strtoul(slash + 1, NULL, 10);
-	a = iwarp_sa_octets(addr, &len);
-	mine = iwarp_sa_octets(&ifc->addr.sa, &len);
-	return prefix <= len * 8 && iwarp_prefix_equal(a, mine, prefix);
+	return d6->sin6_scope_id == iwarp_iface_index(ifc);
 }
 
 static bool iwarp_names_fit(const struct iwarp_iface *ifc,
@@ -469,7 +246,7 @@ static int iwarp_iface_rank(const struct iwarp_iface *ifc,
 {
 	if (!iwarp_iface_fits(ifc, hints, req))
 		return -1;
-	if (!req->has_dest || iwarp_subnet_has(ifc, &req->dest.sa))
+	if (!req->has_dest || iwarp_iface_has(ifc, &req->dest.sa))
 		return 0;
 	return 1;
 }
@@ -493,7 +270,7 @@ static int iwarp_info_addrs(struct fi_info *fi, const struct iwarp_iface *ifc,
 
 	fi->addr_format = src.sa.sa_family == AF_INET6 ? FI_SOCKADDR_IN6 :
 							 FI_SOCKADDR_IN;
-	iwarp_sa_set_port(&src, req->port);
+	iwarp_addr_set_port(&src, req->port);
 	fi->src_addr = iwarp_sa_dup(&src, &fi->src_addrlen);
 	if (!fi->src_addr)
 		return -FI_ENOMEM;
@@ -587,7 +364,7 @@ static void iwarp_loopback_last(struct fi_info **info)
 	while (*pp) {
 		struct fi_info *fi = *pp;
 
-		if (fi->src_addr && iwarp_sa_is_loopback(fi->src_addr)) {
+		if (fi->src_addr && iwarp_addr_is_loopback(fi->src_addr)) {
 			*pp = fi->next;
 			fi->next = NULL;
 			*lo_tail = fi;

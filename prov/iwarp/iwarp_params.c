@@ -191,12 +191,19 @@ void iwarp_engine_log(void *arg, int level, const char *msg)
 	}
 }
 
-void iwarp_log_established(const char *what, const struct iw_cm_event *ev)
+void iwarp_log_connected(const char *what, const char *label,
+			 const struct iw_cm_event *ev)
 {
 	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
 		"%s connected: MPA rev %u%s, CRC %s, markers rx %s tx %s, "
-		"MULPDU %u, IRD %u ORD %u, RTR %#x\n", what, ev->rev,
+		"MULPDU %u, IRD %u ORD %u, RTR %#x%s%s\n", what, ev->rev,
 		ev->enhanced ? " enhanced" : "", ev->crc ? "on" : "off",
 		ev->markers_rx ? "on" : "off", ev->markers_tx ? "on" : "off",
-		ev->mulpdu, ev->ird, ev->ord, ev->rtr_used);
+		ev->mulpdu, ev->ird, ev->ord, ev->rtr_used,
+		label ? " on " : "", label ? label : "");
+}
+
+void iwarp_log_established(const char *what, const struct iw_cm_event *ev)
+{
+	iwarp_log_connected(what, NULL, ev);
 }

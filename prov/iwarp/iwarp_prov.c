@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Provider entry point: the struct fi_provider that libfabric's core
- * registers after dlopen()ing libiwarp-fi.so, and the shared stubs for
- * operations that are not implemented yet.
+ * Provider entry point: fi_prov_ini fills in the struct fi_provider
+ * (iwarp_log.c) that libfabric's core registers after dlopen()ing
+ * libiwarp-fi.so.
  */
 #include "iwarp.h"
 
@@ -12,15 +12,6 @@ static void iwarp_cleanup(void)
 {
 	iwarp_params_fini();
 }
-
-struct fi_provider iwarp_prov = {
-	.name = IWARP_PROV_NAME,
-	.version = FI_VERSION(0, 1),	/* set from PACKAGE_VERSION at init */
-	.fi_version = IWARP_FI_VERSION,
-	.getinfo = iwarp_getinfo,
-	.fabric = iwarp_fabric_open,
-	.cleanup = iwarp_cleanup,
-};
 
 /* "major.minor[.patch]" of the package becomes the provider version. */
 static uint32_t iwarp_prov_version(void)
@@ -40,36 +31,12 @@ static uint32_t iwarp_prov_version(void)
 FI_EXT_INI
 {
 	iwarp_prov.version = iwarp_prov_version();
+	iwarp_prov.getinfo = iwarp_getinfo;
+	iwarp_prov.fabric = iwarp_fabric_open;
+	iwarp_prov.cleanup = iwarp_cleanup;
 	if (iwarp_params_init())
 		return NULL;
 	FI_INFO(&iwarp_prov, FI_LOG_CORE, "iwarp provider %s loaded\n",
 		PACKAGE_VERSION);
 	return &iwarp_prov;
-}
-
-int iwarp_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-int iwarp_no_control(struct fid *fid, int command, void *arg)
-{
-	return -FI_ENOSYS;
-}
-
-int iwarp_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
-		      void **ops, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-int iwarp_no_tostr(const struct fid *fid, char *buf, size_t len)
-{
-	return -FI_ENOSYS;
-}
-
-int iwarp_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
-		     void *ops, void *context)
-{
-	return -FI_ENOSYS;
 }

@@ -5,12 +5,10 @@
  * with that info and fi_accept() turn it into a connection, fi_reject()
  * answers it with the R bit and private data.
  */
-#include "iwarp.h"
+#include "msg.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#include "iwarp/engine.h"
 
 static struct iwarp_pep *iwarp_pep_of(struct fid *fid)
 {
@@ -90,6 +88,18 @@ static struct fi_info *iwarp_connreq_info(struct iwarp_pep *pep,
 	return info;
 }
 
+static void iwarp_pep_refuse(struct iw_conn_req *req, const char *why)
+{
+	union iwarp_sockaddr a = { 0 };
+	socklen_t len = sizeof(a);
+	char name[IWARP_ADDR_STRLEN] = "?";
+
+	if (!iw_conn_req_getpeer(req, &a.sa, &len))
+		iwarp_addr_str(&a, name, sizeof(name));
+	FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
+		"connection request from %s refused: %s\n", name, why);
+}
+
 static void iwarp_pep_conn_request(void *arg, struct iw_conn_req *req,
 				   const struct iw_cm_event *ev)
 {
@@ -100,6 +110,7 @@ static void iwarp_pep_conn_request(void *arg, struct iw_conn_req *req,
 
 	cr = calloc(1, sizeof(*cr));
 	if (!cr || !pep->eq) {
+		iwarp_pep_refuse(req, pep->eq ? "out of memory" : "no EQ");
 		free(cr);
 		iw_reject(req, NULL, 0);
 		return;
@@ -135,6 +146,7 @@ static int iwarp_pep_listen(struct fid_pep *pep_fid)
 {
 	struct iwarp_pep *pep = iwarp_pep_of(&pep_fid->fid);
 	struct iw_conn_param param = { 0 };
+	char name[IWARP_ADDR_STRLEN];
 	int ret;
 
 	if (!pep->eq)
@@ -154,7 +166,8 @@ static int iwarp_pep_listen(struct fid_pep *pep_fid)
 	}
 	iwarp_unlock(pep->fab);
 	if (ret)
-		FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL, "listen failed: %s\n",
+		FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL, "listen on %s failed: %s\n",
+			iwarp_addr_str(&pep->addr, name, sizeof(name)),
 			strerror(-ret));
 	return ret;
 }
@@ -186,18 +199,10 @@ static int iwarp_pep_getname(fid_t fid, void *addr, size_t *addrlen)
 	struct iwarp_pep *pep = iwarp_pep_of(fid);
 	union iwarp_sockaddr a = pep->addr;
 	socklen_t len = sizeof(a);
-	size_t need;
 
 	if (pep->l)
 		iw_listener_getname(pep->l, &a.sa, &len);
-	need = iwarp_sa_len(&a.sa);
-	if (!addr || *addrlen < need) {
-		*addrlen = need;
-		return -FI_ETOOSMALL;
-	}
-	memcpy(addr, &a, need);
-	*addrlen = need;
-	return 0;
+	return iwarp_addr_copy_out(&a, addr, addrlen);
 }
 
 static int iwarp_pep_setname(fid_t fid, void *addr, size_t addrlen)
@@ -261,13 +266,7 @@ static int iwarp_pep_getopt(fid_t fid, int level, int optname, void *optval,
 {
 	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE)
 		return -FI_ENOPROTOOPT;
-	if (*optlen < sizeof(size_t)) {
-		*optlen = sizeof(size_t);
-		return -FI_ETOOSMALL;
-	}
-	*(size_t *)optval = IWARP_CM_DATA_MAX;
-	*optlen = sizeof(size_t);
-	return 0;
+	return iwarp_opt_size_out(IWARP_CM_DATA_MAX, optval, optlen);
 }
 
 static int iwarp_pep_setopt(fid_t fid, int level, int optname,
@@ -286,45 +285,17 @@ static struct fi_ops iwarp_pep_fi_ops = {
 	.ops_set = iwarp_no_ops_set,
 };
 
-static int iwarp_pep_no_connect(struct fid_ep *ep, const void *addr,
-				const void *param, size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int iwarp_pep_no_accept(struct fid_ep *ep, const void *param,
-			       size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int iwarp_pep_no_shutdown(struct fid_ep *ep, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static int iwarp_pep_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int iwarp_pep_no_join(struct fid_ep *ep, const void *addr,
-			     uint64_t flags, struct fid_mc **mc, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static struct fi_ops_cm iwarp_pep_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = iwarp_pep_setname,
 	.getname = iwarp_pep_getname,
-	.getpeer = iwarp_pep_no_getpeer,
-	.connect = iwarp_pep_no_connect,
+	.getpeer = iwarp_no_getpeer,
+	.connect = iwarp_no_connect,
 	.listen = iwarp_pep_listen,
-	.accept = iwarp_pep_no_accept,
+	.accept = iwarp_no_accept,
 	.reject = iwarp_pep_reject,
-	.shutdown = iwarp_pep_no_shutdown,
-	.join = iwarp_pep_no_join,
+	.shutdown = iwarp_no_shutdown,
+	.join = iwarp_no_join,
 };
 
 static struct fi_ops_ep iwarp_pep_ep_ops = {

@@ -7,49 +7,37 @@
  * only after the target placed everything before it (RFC 5040 §5.5 rule
  * 12), so the operation completes when the data is at the target.
  */
-#include "iwarp.h"
+#include "msg.h"
 
 #include <string.h>
-
-#include "iwarp/engine.h"
 
 #define IWARP_DELIVERY (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
 /* The fi_inject calls complete silently; an FI_INJECT op flag on other
  * calls only frees the buffer at once (fi_msg(3)). */
 #define IWARP_INJECT_CALL (1ULL << 62)
 
-static struct iwarp_cntr *iwarp_op_cntr(struct iwarp_ep *ep, uint64_t flags)
+/* An op that failed for another reason than a flush names its
+ * connection: the CQ entry cannot. */
+static void iwarp_op_log_err(struct iw_qp *qp, const struct iwarp_op *op)
 {
-	if (flags & FI_RECV)
-		return ep->cntr_recv;
-	if (flags & FI_READ)
-		return ep->cntr_read;
-	if (flags & FI_WRITE)
-		return ep->cntr_write;
-	return ep->cntr_send;
+	if (op->status == IW_WC_FLUSHED)
+		return;
+	FI_INFO(&iwarp_prov, FI_LOG_EP_DATA,
+		"%s: %s of %zu octets failed (status %d): %s\n",
+		iw_qp_label(qp), op->flags & FI_RECV ? "receive" : "transmit",
+		op->len, op->status,
+		op->err.why ? iw_err_str(op->err.layer, op->err.etype,
+					 op->err.ecode) : "no error triple");
 }
 
-int iwarp_errno_from_status(int status)
+static void iwarp_op_report(struct iwarp_ep *ep, struct iw_qp *qp,
+			    struct iwarp_op *op, const struct iw_wc *wc)
 {
-	switch (status) {
-	case IW_WC_FLUSHED:
-		return FI_ECANCELED;
-	case IW_WC_LOC_LEN:
-		return FI_ETRUNC;
-	case IW_WC_REM_ERROR:
-		return FI_EREMOTEIO;
-	default:
-		return FI_EIO;
-	}
-}
-
-static void iwarp_op_report(struct iwarp_ep *ep, struct iwarp_op *op,
-			    const struct iw_wc *wc)
-{
-	struct iwarp_cq *cq = op->flags & FI_RECV ? ep->rx_cq : ep->tx_cq;
-	struct iwarp_cntr *cntr = iwarp_op_cntr(ep, op->flags);
+	struct iwarp_ep_base *b = &ep->base;
+	struct iwarp_cq *cq = op->flags & FI_RECV ? b->rx_cq : b->tx_cq;
+	struct iwarp_cntr *cntr = iwarp_ep_base_cntr(b, op->flags);
 	size_t len = op->flags & FI_RECV ? wc->byte_len : op->len;
-	int err, prov = 0;
+	int err, prov;
 
 	if (op->status == IW_WC_SUCCESS) {
 		if (op->cq)
@@ -59,15 +47,14 @@ static void iwarp_op_report(struct iwarp_ep *ep, struct iwarp_op *op,
 			iwarp_cntr_inc(cntr);
 		return;
 	}
+	iwarp_op_log_err(qp, op);
 	err = iwarp_errno_from_status(op->status);
 	/* a Send that did not fit the posted buffer (RFC 5041 code 5) */
 	if (op->err.layer == IW_LAYER_DDP &&
 	    op->err.etype == DDP_ETYPE_UNTAGGED &&
 	    op->err.ecode == DDP_ECODE_UT_TOO_LONG && (op->flags & FI_RECV))
 		err = FI_ETRUNC;
-	if (op->err.why)
-		prov = IWARP_PROV_ERRNO(op->err.layer, op->err.etype,
-					op->err.ecode);
+	prov = iwarp_prov_errno_of(&op->err);
 	iwarp_cq_write_err(cq, op->context, op->flags, len, NULL, 0, 0, err,
 			   prov, NULL, 0, 0);
 	if (cntr)
@@ -86,22 +73,8 @@ void iwarp_ep_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc)
 	}
 	if (--op->pending)
 		return;
-	iwarp_op_report(ep, op, wc);
+	iwarp_op_report(ep, qp, op, wc);
 	iwarp_op_put(ep, op);
-}
-
-static int iwarp_fi_err(int ret)
-{
-	switch (ret) {
-	case -EAGAIN:
-		return -FI_EAGAIN;
-	case -ENOTCONN:
-		return -FI_ENOTCONN;
-	case -EINVAL:
-		return -FI_EINVAL;
-	default:
-		return ret;
-	}
 }
 
 struct iwarp_tx {
@@ -187,18 +160,18 @@ static ssize_t iwarp_tx(struct iwarp_ep *ep, const struct iwarp_tx *t)
 		return -FI_EINVAL;
 	if (t->flags & FI_REMOTE_CQ_DATA)
 		return -FI_EINVAL;	/* not offered on MSG */
-	iwarp_lock(ep->fab);
+	iwarp_lock(ep->base.fab);
 	if (!ep->qp) {
-		iwarp_unlock(ep->fab);
+		iwarp_unlock(ep->base.fab);
 		return -FI_EOPBADSTATE;
 	}
 	op = iwarp_op_get(ep);
 	if (!op) {
-		iwarp_progress(ep->fab);
+		iwarp_progress(ep->base.fab);
 		op = iwarp_op_get(ep);
 	}
 	if (!op) {
-		iwarp_unlock(ep->fab);
+		iwarp_unlock(ep->base.fab);
 		return -FI_EAGAIN;
 	}
 	op->context = t->context;
@@ -207,15 +180,15 @@ static ssize_t iwarp_tx(struct iwarp_ep *ep, const struct iwarp_tx *t)
 	op->status = IW_WC_SUCCESS;
 	memset(&op->err, 0, sizeof(op->err));
 	op->cq = !(t->flags & IWARP_INJECT_CALL) &&
-		 (!ep->tx_selective || (t->flags & FI_COMPLETION));
+		 (!ep->base.tx_selective || (t->flags & FI_COMPLETION));
 	ret = iwarp_tx_post(ep, t, op, sgl);
 	if (ret == -EAGAIN) {
-		iwarp_progress(ep->fab);
+		iwarp_progress(ep->base.fab);
 		ret = iwarp_tx_post(ep, t, op, sgl);
 	}
 	if (ret)
 		iwarp_op_put(ep, op);
-	iwarp_unlock(ep->fab);
+	iwarp_unlock(ep->base.fab);
 	return iwarp_fi_err(ret);
 }
 
@@ -231,14 +204,14 @@ static ssize_t iwarp_rx(struct iwarp_ep *ep, const struct iovec *iov,
 	ret = iwarp_sgl(iov, count, sgl, &len);
 	if (ret)
 		return ret;
-	iwarp_lock(ep->fab);
+	iwarp_lock(ep->base.fab);
 	if (!ep->qp) {
-		iwarp_unlock(ep->fab);
+		iwarp_unlock(ep->base.fab);
 		return -FI_EOPBADSTATE;
 	}
 	op = iwarp_op_get(ep);
 	if (!op) {
-		iwarp_unlock(ep->fab);
+		iwarp_unlock(ep->base.fab);
 		return -FI_EAGAIN;
 	}
 	op->context = context;
@@ -247,12 +220,12 @@ static ssize_t iwarp_rx(struct iwarp_ep *ep, const struct iovec *iov,
 	op->pending = 1;
 	op->status = IW_WC_SUCCESS;
 	memset(&op->err, 0, sizeof(op->err));
-	op->cq = !ep->rx_selective || (flags & FI_COMPLETION);
+	op->cq = !ep->base.rx_selective || (flags & FI_COMPLETION);
 	wr.ctx = op;
 	ret = iw_qp_post_recv(ep->qp, &wr);
 	if (ret)
 		iwarp_op_put(ep, op);
-	iwarp_unlock(ep->fab);
+	iwarp_unlock(ep->base.fab);
 	return iwarp_fi_err(ret);
 }
 
@@ -264,7 +237,7 @@ static ssize_t iwarp_recv(struct fid_ep *ep_fid, void *buf, size_t len,
 	struct iwarp_ep *ep = iwarp_ep_of(&ep_fid->fid);
 	struct iovec iov = { buf, len };
 
-	return iwarp_rx(ep, &iov, 1, context, ep->rx_op_flags);
+	return iwarp_rx(ep, &iov, 1, context, ep->base.rx_op_flags);
 }
 
 static ssize_t iwarp_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -273,7 +246,7 @@ static ssize_t iwarp_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 {
 	struct iwarp_ep *ep = iwarp_ep_of(&ep_fid->fid);
 
-	return iwarp_rx(ep, iov, count, context, ep->rx_op_flags);
+	return iwarp_rx(ep, iov, count, context, ep->base.rx_op_flags);
 }
 
 static ssize_t iwarp_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
@@ -305,7 +278,7 @@ static ssize_t iwarp_send(struct fid_ep *ep_fid, const void *buf, size_t len,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_send_common(ep_fid, &iov, 1, context,
-				 iwarp_ep_of(&ep_fid->fid)->tx_op_flags);
+				 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -313,7 +286,7 @@ static ssize_t iwarp_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 			   void *context)
 {
 	return iwarp_send_common(ep_fid, iov, count, context,
-				 iwarp_ep_of(&ep_fid->fid)->tx_op_flags);
+				 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
@@ -330,20 +303,6 @@ static ssize_t iwarp_inject(struct fid_ep *ep_fid, const void *buf,
 
 	return iwarp_send_common(ep_fid, &iov, 1, NULL,
 				 FI_INJECT | IWARP_INJECT_CALL);
-}
-
-static ssize_t iwarp_no_senddata(struct fid_ep *ep, const void *buf,
-				 size_t len, void *desc, uint64_t data,
-				 fi_addr_t dest_addr, void *context)
-{
-	return -FI_ENOSYS;	/* no remote CQ data on MSG */
-}
-
-static ssize_t iwarp_no_injectdata(struct fid_ep *ep, const void *buf,
-				   size_t len, uint64_t data,
-				   fi_addr_t dest_addr)
-{
-	return -FI_ENOSYS;
 }
 
 struct fi_ops_msg iwarp_msg_ops = {
@@ -389,7 +348,7 @@ static ssize_t iwarp_read(struct fid_ep *ep_fid, void *buf, size_t len,
 	struct iovec iov = { buf, len };
 
 	return iwarp_rma(ep_fid, IW_WR_READ, &iov, 1, addr, key, context,
-			 iwarp_ep_of(&ep_fid->fid)->tx_op_flags);
+			 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_readv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -397,7 +356,7 @@ static ssize_t iwarp_readv(struct fid_ep *ep_fid, const struct iovec *iov,
 			   uint64_t addr, uint64_t key, void *context)
 {
 	return iwarp_rma(ep_fid, IW_WR_READ, iov, count, addr, key, context,
-			 iwarp_ep_of(&ep_fid->fid)->tx_op_flags);
+			 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_rma_msg(struct fid_ep *ep_fid, enum iw_wr_opcode op,
@@ -423,7 +382,7 @@ static ssize_t iwarp_write(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_rma(ep_fid, IW_WR_WRITE, &iov, 1, addr, key, context,
-			 iwarp_ep_of(&ep_fid->fid)->tx_op_flags);
+			 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_writev(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -431,7 +390,7 @@ static ssize_t iwarp_writev(struct fid_ep *ep_fid, const struct iovec *iov,
 			    uint64_t addr, uint64_t key, void *context)
 {
 	return iwarp_rma(ep_fid, IW_WR_WRITE, iov, count, addr, key, context,
-			 iwarp_ep_of(&ep_fid->fid)->tx_op_flags);
+			 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_writemsg(struct fid_ep *ep_fid,
@@ -448,22 +407,6 @@ static ssize_t iwarp_inject_write(struct fid_ep *ep_fid, const void *buf,
 
 	return iwarp_rma(ep_fid, IW_WR_WRITE, &iov, 1, addr, key, NULL,
 			 FI_INJECT | IWARP_INJECT_CALL);
-}
-
-static ssize_t iwarp_no_writedata(struct fid_ep *ep, const void *buf,
-				  size_t len, void *desc, uint64_t data,
-				  fi_addr_t dest_addr, uint64_t addr,
-				  uint64_t key, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t iwarp_no_inject_writedata(struct fid_ep *ep, const void *buf,
-					 size_t len, uint64_t data,
-					 fi_addr_t dest_addr, uint64_t addr,
-					 uint64_t key)
-{
-	return -FI_ENOSYS;
 }
 
 struct fi_ops_rma iwarp_rma_ops = {

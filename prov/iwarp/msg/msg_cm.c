@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * FI_EP_MSG connection management: engine CM events become EQ events
+ * (FI_CONNECTED, FI_SHUTDOWN, error entries with the reject data); MPA
+ * rev 2 peer-to-peer mode is used by default, so either side may send
+ * first once connected.
+ */
+#include "msg.h"
+
+#include <string.h>
+
+/* ---- CM events from the engine */
+
+static void iwarp_ep_eq_cm(struct iwarp_ep *ep, uint32_t event,
+			   const struct iw_cm_event *ev)
+{
+	uint8_t buf[sizeof(struct fi_eq_cm_entry) + 512];
+	struct fi_eq_cm_entry *entry = (void *)buf;
+	size_t dlen = ev && event == FI_CONNECTED ? ev->pdata_len : 0;
+
+	if (!ep->eq)
+		return;
+	memset(entry, 0, sizeof(*entry));
+	entry->fid = &ep->base.ep_fid.fid;
+	if (dlen)
+		memcpy(entry->data, ev->pdata, dlen);
+	iwarp_eq_write_locked(ep->eq, event, entry, sizeof(*entry) + dlen);
+}
+
+static void iwarp_ep_eq_err(struct iwarp_ep *ep, int err,
+			    const struct iw_cm_event *ev)
+{
+	if (ep->eq)
+		iwarp_eq_write_err(ep->eq, &ep->base.ep_fid.fid,
+				   ep->base.ep_fid.fid.context, 0, err,
+				   iwarp_prov_errno_of(&ev->err),
+				   ev->pdata_len ? ev->pdata : NULL,
+				   ev->pdata_len);
+}
+
+/* The connection ended: both sides hear of it, the one that called
+ * fi_shutdown too (fi_cm(3); libfabric's tcp does it). */
+static void iwarp_ep_cm_closed(struct iwarp_ep *ep, struct iw_qp *qp,
+			       const struct iw_cm_event *ev, bool connected)
+{
+	ep->state = IWARP_EP_SHUTDOWN;
+	if (ev->type == IW_CM_ERROR)
+		FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
+			"%s: connection terminated (%s): %s\n",
+			iw_qp_label(qp),
+			ev->remote ? "by the peer" : "locally",
+			iw_err_str(ev->err.layer, ev->err.etype,
+				   ev->err.ecode));
+	if (connected)
+		iwarp_ep_eq_cm(ep, FI_SHUTDOWN, NULL);
+	else
+		iwarp_ep_eq_err(ep, FI_ECONNRESET, ev);
+}
+
+static void iwarp_ep_cm_event(void *arg, struct iw_qp *qp,
+			      const struct iw_cm_event *ev)
+{
+	struct iwarp_ep *ep = arg;
+	bool connected = ep->state == IWARP_EP_CONNECTED;
+
+	switch (ev->type) {
+	case IW_CM_ESTABLISHED:
+		iwarp_log_connected("MSG", iw_qp_label(qp), ev);
+		ep->state = IWARP_EP_CONNECTED;
+		/* the active side reports the Reply's private data */
+		iwarp_ep_eq_cm(ep, FI_CONNECTED,
+			       ep->state_passive ? NULL : ev);
+		break;
+	case IW_CM_REJECTED:
+		ep->state = IWARP_EP_SHUTDOWN;
+		iwarp_ep_eq_err(ep, FI_ECONNREFUSED, ev);
+		break;
+	case IW_CM_UNREACHABLE:
+		ep->state = IWARP_EP_SHUTDOWN;
+		iwarp_ep_eq_err(ep, ev->status == -ETIMEDOUT ? FI_ETIMEDOUT :
+				    FI_ECONNREFUSED, ev);
+		break;
+	case IW_CM_DISCONNECTED:
+	case IW_CM_ERROR:
+		iwarp_ep_cm_closed(ep, qp, ev, connected);
+		break;
+	default:
+		break;
+	}
+}
+
+const struct iw_qp_ops iwarp_ep_qp_ops = {
+	.cm_event = iwarp_ep_cm_event,
+	.complete = iwarp_ep_complete,
+};
+
+/* ---- connect, accept, shutdown */
+
+static void iwarp_ep_conn_param(struct iw_conn_param *p, const void *data,
+				size_t len)
+{
+	memset(p, 0, sizeof(*p));
+	p->ird = IWARP_RDMA_DEPTH;
+	p->ord = IWARP_RDMA_DEPTH;
+	p->crc = iwarp_params.crc;
+	p->rev = (uint8_t)iwarp_params.mpa_rev;
+	p->rtr = (uint8_t)iwarp_params.rtr;
+	p->rtr_delay_ms = (uint16_t)iwarp_params.rtr_delay_ms;
+	p->pdata = data;
+	p->pdata_len = (uint16_t)len;
+}
+
+/* Private data beyond what MPA carries, or promised and missing. */
+static bool iwarp_ep_cm_data_bad(const char *call, const void *param,
+				 size_t paramlen)
+{
+	if (paramlen <= IWARP_CM_DATA_MAX && (!paramlen || param))
+		return false;
+	FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
+		"%s: %zu octets of CM data%s, at most %d allowed\n", call,
+		paramlen, param ? "" : " without a buffer", IWARP_CM_DATA_MAX);
+	return true;
+}
+
+static int iwarp_ep_connect(struct fid_ep *ep_fid, const void *addr,
+			    const void *param, size_t paramlen)
+{
+	struct iwarp_ep *ep = iwarp_ep_of(&ep_fid->fid);
+	const struct sockaddr *sa = addr ? addr : ep->base.info->dest_addr;
+	struct iw_conn_param p;
+	int ret;
+
+	if (iwarp_ep_cm_data_bad("fi_connect", param, paramlen) || !sa)
+		return -FI_EINVAL;
+	if (!ep->base.enabled)
+		return -FI_EOPBADSTATE;
+	if (ep->state != IWARP_EP_IDLE)
+		return -FI_EISCONN;
+	iwarp_ep_conn_param(&p, param, paramlen);
+	if (ep->src.sa.sa_family && iwarp_addr_port(&ep->src.sa)) {
+		p.src = &ep->src.sa;
+		p.src_len = iwarp_sa_len(&ep->src.sa);
+	}
+	iwarp_lock(ep->base.fab);
+	ret = iw_qp_connect(ep->qp, sa, iwarp_sa_len(sa), &p);
+	if (!ret)
+		ep->state = IWARP_EP_CONNECTING;
+	iwarp_unlock(ep->base.fab);
+	return ret;
+}
+
+/* Lock held. Accepts the request the endpoint was made from. */
+static int iwarp_ep_accept_locked(struct iwarp_ep *ep,
+				  const struct iw_conn_param *p)
+{
+	int ret;
+
+	if (!ep->connreq->req) {
+		ret = -FI_ECONNABORTED;	/* the peer gave up meanwhile */
+	} else {
+		ret = iw_accept(ep->connreq->req, ep->qp, p);
+		ep->connreq->req = NULL;	/* consumed either way */
+	}
+	iwarp_connreq_release(ep->connreq);
+	ep->connreq = NULL;
+	if (!ret)
+		ep->state = IWARP_EP_ACCEPTING;
+	return ret;
+}
+
+static int iwarp_ep_accept(struct fid_ep *ep_fid, const void *param,
+			   size_t paramlen)
+{
+	struct iwarp_ep *ep = iwarp_ep_of(&ep_fid->fid);
+	struct iw_conn_param p;
+	int ret;
+
+	if (iwarp_ep_cm_data_bad("fi_accept", param, paramlen))
+		return -FI_EINVAL;
+	if (!ep->base.enabled)
+		return -FI_EOPBADSTATE;
+	if (!ep->connreq || ep->state != IWARP_EP_IDLE)
+		return -FI_EINVAL;
+	iwarp_ep_conn_param(&p, param, paramlen);
+	iwarp_lock(ep->base.fab);
+	ret = iwarp_ep_accept_locked(ep, &p);
+	iwarp_unlock(ep->base.fab);
+	return ret == -ECONNREFUSED ? -FI_ECONNREFUSED : ret;
+}
+
+static int iwarp_ep_shutdown(struct fid_ep *ep_fid, uint64_t flags)
+{
+	struct iwarp_ep *ep = iwarp_ep_of(&ep_fid->fid);
+	int ret = 0;
+
+	iwarp_lock(ep->base.fab);
+	if (ep->qp) {
+		ret = iw_qp_disconnect(ep->qp);
+		iwarp_progress(ep->base.fab);
+	}
+	iwarp_unlock(ep->base.fab);
+	return ret == -ENOTCONN ? 0 : ret;
+}
+
+/* ---- names */
+
+static int iwarp_ep_name(struct iwarp_ep *ep, bool peer, void *addr,
+			 size_t *addrlen)
+{
+	union iwarp_sockaddr a = ep->src;
+	socklen_t len = sizeof(a);
+	int ret = -FI_ENOTCONN;
+
+	iwarp_lock(ep->base.fab);
+	if (ep->qp)
+		ret = peer ? iw_qp_getpeer(ep->qp, &a.sa, &len) :
+			     iw_qp_getname(ep->qp, &a.sa, &len);
+	iwarp_unlock(ep->base.fab);
+	if (ret && peer)
+		return -FI_ENOTCONN;
+	if (!a.sa.sa_family)
+		a.sin.sin_family = AF_INET;
+	return iwarp_addr_copy_out(&a, addr, addrlen);
+}
+
+static int iwarp_ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	return iwarp_ep_name(iwarp_ep_of(fid), false, addr, addrlen);
+}
+
+static int iwarp_ep_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+	return iwarp_ep_name(iwarp_ep_of(&ep->fid), true, addr, addrlen);
+}
+
+static int iwarp_ep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct iwarp_ep *ep = iwarp_ep_of(fid);
+
+	if (!addr || addrlen > sizeof(ep->src) ||
+	    addrlen < sizeof(struct sockaddr_in))
+		return -FI_EINVAL;
+	memcpy(&ep->src, addr, addrlen);
+	return 0;
+}
+
+struct fi_ops_cm iwarp_ep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = iwarp_ep_setname,
+	.getname = iwarp_ep_getname,
+	.getpeer = iwarp_ep_getpeer,
+	.connect = iwarp_ep_connect,
+	.listen = iwarp_no_listen,
+	.accept = iwarp_ep_accept,
+	.reject = iwarp_no_reject,
+	.shutdown = iwarp_ep_shutdown,
+	.join = iwarp_no_join,
+};

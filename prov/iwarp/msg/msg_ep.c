@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * FI_EP_MSG endpoint object: one engine queue pair, created on
+ * fi_enable. The shared plumbing (CQ and counter binding, control,
+ * options) is the endpoint base's; this file adds the EQ, the QP and its
+ * operation contexts. Connection management is msg_cm.c.
+ */
+#include "msg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- progress */
+
+static void iwarp_ep_progress(struct iwarp_pollable *p)
+{
+	struct iwarp_ep *ep = iwarp_container_of(p, struct iwarp_ep, poll);
+
+	if (ep->qp)
+		iw_qp_progress(ep->qp);
+}
+
+static void iwarp_ep_poll_info(struct iwarp_pollable *p, int *fd,
+			       short *events, uint64_t *deadline)
+{
+	struct iwarp_ep *ep = iwarp_container_of(p, struct iwarp_ep, poll);
+
+	*fd = ep->qp ? iw_qp_fd(ep->qp) : -1;
+	*events = ep->qp ? iw_qp_poll_events(ep->qp) : 0;
+	*deadline = ep->qp ? iw_qp_deadline(ep->qp) : 0;
+}
+
+/* ---- enable, bind */
+
+static uint32_t iwarp_ep_qsize(size_t size)
+{
+	return size ? (uint32_t)size : IWARP_QUEUE_SIZE;
+}
+
+/* The QP's attributes from the tx/rx sizes asked for. */
+static void iwarp_ep_qp_attr(struct iwarp_ep *ep, struct iw_qp_attr *attr)
+{
+	const struct fi_info *info = ep->base.info;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->sq_size = iwarp_ep_qsize(info->tx_attr ? info->tx_attr->size : 0);
+	attr->rq_size = iwarp_ep_qsize(info->rx_attr ? info->rx_attr->size : 0);
+	attr->ops = &iwarp_ep_qp_ops;
+	attr->arg = ep;
+	/* FI_RM_ENABLED: a Send ahead of its receive waits for it */
+	attr->wait_for_recv = true;
+}
+
+/* The engine may queue one more internal Read per op (delivery). */
+static int iwarp_ep_ops_alloc(struct iwarp_ep *ep, const struct iw_qp_attr *a)
+{
+	size_t i;
+
+	ep->nops = (size_t)a->sq_size + a->rq_size;
+	ep->ops = calloc(ep->nops, sizeof(*ep->ops));
+	if (!ep->ops)
+		return -FI_ENOMEM;
+	for (i = 0; i < ep->nops; i++)
+		iwarp_op_put(ep, &ep->ops[i]);
+	return 0;
+}
+
+/* Lock held: the QP's socket wakes the CQs' and the EQ's waiters. */
+static void iwarp_ep_wait_bind(struct iwarp_ep *ep)
+{
+	struct iwarp_ep_base *b = &ep->base;
+
+	iwarp_pollable_add(b->fab, &ep->poll);
+	iwarp_wait_bind(&b->tx_cq->wait, &ep->poll);
+	if (b->rx_cq != b->tx_cq)
+		iwarp_wait_bind(&b->rx_cq->wait, &ep->poll);
+	iwarp_wait_bind(&ep->eq->wait, &ep->poll);
+}
+
+static int iwarp_ep_enable(struct iwarp_ep_base *b)
+{
+	struct iwarp_ep *ep = iwarp_container_of(b, struct iwarp_ep, base);
+	struct iw_qp_attr attr;
+	int ret;
+
+	if (b->enabled)
+		return 0;
+	if (!ep->eq || !b->tx_cq || !b->rx_cq)
+		return ep->eq ? -FI_ENOCQ : -FI_ENOEQ;
+	iwarp_ep_qp_attr(ep, &attr);
+	ret = iwarp_ep_ops_alloc(ep, &attr);
+	if (ret)
+		return ret;
+	iwarp_lock(b->fab);
+	ret = iw_qp_create(b->dom->pd, &attr, &ep->qp);
+	if (!ret) {
+		iwarp_ep_wait_bind(ep);
+		b->enabled = true;
+	}
+	iwarp_unlock(b->fab);
+	return ret ? -FI_ENOMEM : 0;
+}
+
+/* MSG binds an EQ besides the CQs and counters. */
+static int iwarp_ep_bind_other(struct iwarp_ep_base *b, struct fid *bfid,
+			       uint64_t flags)
+{
+	struct iwarp_ep *ep = iwarp_container_of(b, struct iwarp_ep, base);
+
+	if (bfid->fclass != FI_CLASS_EQ || ep->eq)
+		return -FI_EINVAL;
+	ep->eq = iwarp_eq_of(bfid);
+	atomic_fetch_add(&ep->eq->ref, 1);
+	return 0;
+}
+
+static const struct iwarp_ep_type iwarp_msg_type = {
+	.name = "MSG",
+	.opts = IWARP_OPT_CM_DATA_SIZE,
+	.cm_data_max = IWARP_CM_DATA_MAX,
+	.bind = iwarp_ep_bind_other,
+	.enable = iwarp_ep_enable,
+};
+
+/* ---- close */
+
+static void iwarp_ep_unbind_all(struct iwarp_ep *ep)
+{
+	struct iwarp_ep_base *b = &ep->base;
+
+	if (b->enabled) {
+		iwarp_wait_unbind(&b->tx_cq->wait, &ep->poll);
+		if (b->rx_cq != b->tx_cq)
+			iwarp_wait_unbind(&b->rx_cq->wait, &ep->poll);
+		iwarp_wait_unbind(&ep->eq->wait, &ep->poll);
+		iwarp_pollable_del(&ep->poll);
+	}
+	if (ep->eq)
+		atomic_fetch_sub(&ep->eq->ref, 1);
+}
+
+static int iwarp_ep_close(struct fid *fid)
+{
+	struct iwarp_ep *ep = iwarp_ep_of(fid);
+	struct iwarp_fabric *fab = ep->base.fab;
+
+	iwarp_lock(fab);
+	if (ep->qp) {
+		iw_qp_destroy(ep->qp);	/* flushes into the CQs */
+		ep->qp = NULL;
+	}
+	if (ep->connreq)
+		iwarp_connreq_release(ep->connreq);
+	iwarp_ep_unbind_all(ep);
+	iwarp_ep_base_fini(&ep->base);
+	iwarp_unlock(fab);
+	free(ep->ops);
+	free(ep);
+	return 0;
+}
+
+static struct fi_ops iwarp_ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = iwarp_ep_close,
+	.bind = iwarp_ep_base_bind,
+	.control = iwarp_ep_base_control,
+	.ops_open = iwarp_no_ops_open,
+	.tostr = iwarp_no_tostr,
+	.ops_set = iwarp_no_ops_set,
+};
+
+/* ---- fi_ops_ep */
+
+static ssize_t iwarp_ep_cancel(fid_t fid, void *context)
+{
+	struct iwarp_ep *ep = iwarp_ep_of(fid);
+	size_t i;
+	int ret = -FI_ENOENT;
+
+	iwarp_lock(ep->base.fab);
+	for (i = 0; ep->qp && i < ep->nops; i++) {
+		struct iwarp_op *op = &ep->ops[i];
+
+		if (op->context == context && (op->flags & FI_RECV) &&
+		    !iw_qp_cancel_recv(ep->qp, op)) {
+			ret = 0;
+			break;
+		}
+	}
+	iwarp_unlock(ep->base.fab);
+	return ret;
+}
+
+static struct fi_ops_ep iwarp_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = iwarp_ep_cancel,
+	.getopt = iwarp_ep_base_getopt,
+	.setopt = iwarp_ep_base_setopt,
+	.tx_ctx = NULL,
+	.rx_ctx = NULL,
+	.rx_size_left = iwarp_ep_base_size_left,
+	.tx_size_left = iwarp_ep_base_size_left,
+};
+
+/* ---- open */
+
+/* fi_getinfo(3): a passive endpoint may be named as the handle; a
+ * connection request carries the peer. */
+static bool iwarp_ep_handle_ok(const struct fi_info *info)
+{
+	return !info->handle || info->handle->fclass == FI_CLASS_CONNREQ ||
+	       info->handle->fclass == FI_CLASS_PEP;
+}
+
+/* Where the endpoint starts from: a request to accept, a source. */
+static void iwarp_ep_from_info(struct iwarp_ep *ep, const struct fi_info *info)
+{
+	if (info->handle && info->handle->fclass == FI_CLASS_CONNREQ) {
+		ep->connreq = iwarp_container_of(info->handle,
+						 struct iwarp_connreq, fid);
+		ep->state_passive = true;
+	}
+	if (info->src_addr && info->src_addrlen <= sizeof(ep->src))
+		memcpy(&ep->src, info->src_addr, info->src_addrlen);
+	/* fi_endpoint(3): an active endpoint made from a passive one takes
+	 * over its address; connections then leave from that port */
+	if (info->handle && info->handle->fclass == FI_CLASS_PEP)
+		ep->src = iwarp_container_of(info->handle, struct iwarp_pep,
+					     pep_fid.fid)->addr;
+}
+
+int iwarp_msg_open(struct fid_domain *domain, struct fi_info *info,
+		   struct fid_ep **epp, void *context)
+{
+	struct iwarp_domain *dom = iwarp_domain_of(&domain->fid);
+	struct iwarp_ep *ep;
+
+	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_MSG ||
+	    !iwarp_ep_handle_ok(info))
+		return -FI_EINVAL;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	if (iwarp_ep_base_init(&ep->base, &iwarp_msg_type, dom, info,
+			       context)) {
+		free(ep);
+		return -FI_ENOMEM;
+	}
+	iwarp_list_init(&ep->poll.link);
+	ep->poll.progress = iwarp_ep_progress;
+	ep->poll.poll_info = iwarp_ep_poll_info;
+	iwarp_ep_from_info(ep, info);
+	ep->base.ep_fid.fid.ops = &iwarp_ep_fi_ops;
+	ep->base.ep_fid.ops = &iwarp_ep_ops;
+	ep->base.ep_fid.cm = &iwarp_ep_cm_ops;
+	ep->base.ep_fid.msg = &iwarp_msg_ops;
+	ep->base.ep_fid.rma = &iwarp_rma_ops;
+	*epp = &ep->base.ep_fid;
+	return 0;
+}
