@@ -227,6 +227,8 @@ struct iw_qp {
 	uint32_t areq_msn;	/* our Atomic Requests (QN 4) */
 	uint32_t atomic_id;	/* next Request Identifier */
 	bool atomics;		/* iw_qp_set_atomics */
+	bool gated;		/* iw_qp_gate: one Send, no STag for the peer */
+	bool gate_used;		/* ... and that Send came */
 
 	struct iw_orqe *orq;
 	uint32_t orq_head, orq_count, orq_cap;

@@ -338,6 +338,12 @@ int iw_qp_set_atomics(struct iw_qp *qp, bool on)
 	return 0;
 }
 
+int iw_qp_gate(struct iw_qp *qp, bool closed)
+{
+	qp->gated = closed;
+	return 0;
+}
+
 int iw_qp_cancel_recv(struct iw_qp *qp, void *ctx)
 {
 	struct iw_rq *rq = &qp->rq;

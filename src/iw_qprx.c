@@ -63,6 +63,12 @@ static bool iw_sge_at(const struct iw_sge *sge, int nsge, uint64_t off,
 
 /* ---- RDMA Write: RFC 5041 §7.2 tagged buffer checks */
 
+/* Until iw_qp_gate opens, no STag is valid for the peer. */
+static struct iw_mr *iw_rx_mr(struct iw_qp *qp, uint32_t stag)
+{
+	return qp->gated ? NULL : iw_stag_lookup(qp->pd->dev, stag);
+}
+
 static int iw_rx_write(struct iw_qp *qp, const struct iw_rx_seg *seg,
 		       struct iw_rx_dst *dst, struct iw_err *err)
 {
@@ -80,7 +86,7 @@ static int iw_rx_write(struct iw_qp *qp, const struct iw_rx_seg *seg,
 				  qp->tag.next_to);
 	if (!len)
 		return 0;	/* zero-length Writes place nothing */
-	mr = iw_stag_lookup(qp->pd->dev, h->stag);
+	mr = iw_rx_mr(qp, h->stag);
 	if (!mr)
 		return iw_fail_t(err, DDP_ECODE_T_INVALID_STAG,
 				 "Write to an invalid STag");
@@ -266,6 +272,11 @@ static int iw_rx_send_new(struct iw_qp *qp, const struct iw_rx_seg *seg,
 	if (h->mo != 0)
 		return iw_fail_uv(err, DDP_ECODE_UT_INVALID_MO,
 				  "first Send segment: MO", h->mo, 0);
+	if (qp->gated && qp->gate_used)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_UNSPECIFIED,
+			       "a second Send before the peer authenticated");
+	qp->gate_used |= qp->gated;
 	memset(&qp->rcv.w, 0, sizeof(qp->rcv.w));
 	qp->rcv.peek_mode = qp->attr.peek_len > 0;
 	qp->rcv.placed = false;
@@ -322,7 +333,7 @@ static int iw_rx_send(struct iw_qp *qp, const struct iw_rx_seg *seg,
 static int iw_rx_invalidate(struct iw_qp *qp, uint32_t stag,
 			    struct iw_err *err)
 {
-	struct iw_mr *mr = iw_stag_lookup(qp->pd->dev, stag);
+	struct iw_mr *mr = iw_rx_mr(qp, stag);
 
 	if (!mr || mr->pd != qp->pd ||
 	    !(mr->access & IW_ACC_REMOTE_INVALIDATE))
@@ -381,7 +392,7 @@ static int iw_rx_rreq_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 			       RDMAP_ECODE_CATASTROPHIC_STREAM,
 			       "more Read Requests than IRD");
 	if (rr->size) {
-		mr = iw_stag_lookup(qp->pd->dev, rr->src_stag);
+		mr = iw_rx_mr(qp, rr->src_stag);
 		if (!mr)
 			return iw_fail(err, IW_LAYER_RDMAP,
 				       RDMAP_ETYPE_REMOTE_PROT,
@@ -445,7 +456,7 @@ static int iw_rx_areq_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_CATASTROPHIC_STREAM,
 			       "more Read and Atomic Requests than IRD");
-	mr = iw_stag_lookup(qp->pd->dev, a->stag);
+	mr = iw_rx_mr(qp, a->stag);
 	if (!mr)
 		return iw_fail_aprot(err, RDMAP_ECODE_INVALID_STAG,
 				     "Atomic on an invalid STag");

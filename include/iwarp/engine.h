@@ -335,6 +335,13 @@ int iw_qp_cancel_recv(struct iw_qp *qp, void *ctx);
  * Atomics count against ORD and the peer's IRD like Reads.
  */
 int iw_qp_set_atomics(struct iw_qp *qp, bool on);
+/*
+ * While closed, the peer may send one Send message (its proof of a job
+ * key) and the zero-length RTR; no STag is valid for it, and anything
+ * else ends the stream with a Terminate. Close it before the connection
+ * starts, open it once the proof checked. 0, or -EINVAL.
+ */
+int iw_qp_gate(struct iw_qp *qp, bool closed);
 
 int iw_qp_fd(const struct iw_qp *qp);
 short iw_qp_poll_events(const struct iw_qp *qp);

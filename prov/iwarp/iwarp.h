@@ -64,6 +64,7 @@ struct iwarp_params {
 	int mpa_rev;		/* 1 or 2: the revision we ask for */
 	unsigned int rtr;	/* IW_RTR_* offered/accepted; 0: all */
 	int rtr_delay_ms;	/* first FPDU this long after the Reply */
+	char *auth_key;		/* FI_IWARP_AUTH_KEY: the job's key */
 };
 
 #define IWARP_RDM_UNEXP_MAX_DEFAULT ((size_t)256 << 20)

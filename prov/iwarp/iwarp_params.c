@@ -58,6 +58,12 @@ static void iwarp_params_define(void)
 			"and accepts when it is connected to, any of write, "
 			"read, send separated by commas; a responder picks "
 			"in that order (default: write,read,send)");
+	fi_param_define(&iwarp_prov, "auth_key", FI_PARAM_STRING,
+			"The job's key: when set, every MSG and RDM "
+			"connection proves that both ends hold it (an "
+			"HMAC-SHA256 challenge-response over fresh nonces) "
+			"before any data is accepted; an endpoint's or "
+			"domain's auth_key takes precedence (default: none)");
 	fi_param_define(&iwarp_prov, "rtr_delay_ms", FI_PARAM_INT,
 			"Milliseconds a connecting MSG endpoint waits after "
 			"the MPA Reply before its first FPDU (the RTR, or the "
@@ -142,12 +148,30 @@ static int iwarp_params_read(void)
 	return 0;
 }
 
+/* The job key; never logged. 0 or -FI_ENOMEM. */
+static int iwarp_params_read_auth(void)
+{
+	char *key = NULL;
+
+	if (fi_param_get_str(&iwarp_prov, "auth_key", &key) || !key || !*key)
+		return 0;
+	iwarp_params.auth_key = strdup(key);
+	if (!iwarp_params.auth_key)
+		return -FI_ENOMEM;
+	FI_INFO(&iwarp_prov, FI_LOG_CORE,
+		"job key set (%zu octets): connections authenticate\n",
+		strlen(key));
+	return 0;
+}
+
 int iwarp_params_init(void)
 {
 	int ret;
 
 	iwarp_params_define();
 	ret = iwarp_params_read();
+	if (!ret)
+		ret = iwarp_params_read_auth();
 	if (ret) {
 		FI_WARN(&iwarp_prov, FI_LOG_CORE,
 			"cannot read parameters: %s\n", fi_strerror(-ret));
@@ -163,6 +187,8 @@ void iwarp_params_fini(void)
 {
 	free(iwarp_params.iface);
 	iwarp_params.iface = NULL;
+	free(iwarp_params.auth_key);
+	iwarp_params.auth_key = NULL;
 	iwarp_params.allow_rxm = 0;
 	iwarp_params.rdm_unexp_max = IWARP_RDM_UNEXP_MAX_DEFAULT;
 	iwarp_params.crc = 0;
