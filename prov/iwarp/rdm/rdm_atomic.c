@@ -120,6 +120,7 @@ static size_t iwarp_at_arrays(unsigned int op)
 	default: break;							\
 	}
 
+/* Each ends in a declaration, so that a use takes a semicolon. */
 #define IWARP_AT_CALC_INT(name, T, U)					\
 static bool name(unsigned int op, T o, T a, T c, T *n)			\
 {									\
@@ -131,25 +132,27 @@ static bool name(unsigned int op, T o, T a, T c, T *n)			\
 	case FI_MSWAP: *n = (T)((a & c) | (o & ~c)); return true;	\
 	default: return false;						\
 	}								\
-}
+}									\
+static bool name(unsigned int op, T o, T a, T c, T *n)
 
 #define IWARP_AT_CALC_FLT(name, T)					\
 static bool name(unsigned int op, T o, T a, T c, T *n)			\
 {									\
 	IWARP_AT_CALC_COMMON(T, T)					\
 	return false;							\
-}
+}									\
+static bool name(unsigned int op, T o, T a, T c, T *n)
 
-IWARP_AT_CALC_INT(iwarp_at_i8, int8_t, uint8_t)
-IWARP_AT_CALC_INT(iwarp_at_u8, uint8_t, uint8_t)
-IWARP_AT_CALC_INT(iwarp_at_i16, int16_t, uint16_t)
-IWARP_AT_CALC_INT(iwarp_at_u16, uint16_t, uint16_t)
-IWARP_AT_CALC_INT(iwarp_at_i32, int32_t, uint32_t)
-IWARP_AT_CALC_INT(iwarp_at_u32, uint32_t, uint32_t)
-IWARP_AT_CALC_INT(iwarp_at_i64, int64_t, uint64_t)
-IWARP_AT_CALC_INT(iwarp_at_u64, uint64_t, uint64_t)
-IWARP_AT_CALC_FLT(iwarp_at_flt, float)
-IWARP_AT_CALC_FLT(iwarp_at_dbl, double)
+IWARP_AT_CALC_INT(iwarp_at_i8, int8_t, uint8_t);
+IWARP_AT_CALC_INT(iwarp_at_u8, uint8_t, uint8_t);
+IWARP_AT_CALC_INT(iwarp_at_i16, int16_t, uint16_t);
+IWARP_AT_CALC_INT(iwarp_at_u16, uint16_t, uint16_t);
+IWARP_AT_CALC_INT(iwarp_at_i32, int32_t, uint32_t);
+IWARP_AT_CALC_INT(iwarp_at_u32, uint32_t, uint32_t);
+IWARP_AT_CALC_INT(iwarp_at_i64, int64_t, uint64_t);
+IWARP_AT_CALC_INT(iwarp_at_u64, uint64_t, uint64_t);
+IWARP_AT_CALC_FLT(iwarp_at_flt, float);
+IWARP_AT_CALC_FLT(iwarp_at_dbl, double);
 
 /*
  * One element, atomically against every other access through atomics
