@@ -1,71 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * FI_EP_RDM object and data operations: sends (eager, inject, rendezvous
- * for large messages or delivery completion), receives with tag matching
- * in posting order, the unexpected queue, FI_PEEK/FI_CLAIM/FI_DISCARD,
- * cancel. Completions always carry the caller's context.
+ * FI_EP_RDM messages (rdm.h): sends (eager, inject, rendezvous for large
+ * messages or delivery completion), receives with tag matching in
+ * posting order, multi-receive buffers, the unexpected queue,
+ * FI_PEEK/FI_CLAIM/FI_DISCARD, and what arrives for them (EAGER, RTS,
+ * FIN). Completions always carry the caller's context.
  */
-#include "iwarp_rdm.h"
+#include "rdm.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "iwarp/engine.h"
-
-void iwarp_rdm_send_ctrl(struct iwarp_rdm_peer *peer, uint8_t op,
-			 uint32_t msg_id, uint8_t flags);
-int iwarp_rdm_listen(struct iwarp_rdm_ep *ep);
-void iwarp_rdm_shutdown(struct iwarp_rdm_ep *ep);
-
 /* ---- completions */
-
-struct iwarp_rdm_tx *iwarp_rdm_tx_new(void)
-{
-	struct iwarp_rdm_tx *tx = iwarp_zalloc(sizeof(*tx));
-
-	if (tx)
-		tx->owner = IWARP_RDM_OWN_TX;
-	return tx;
-}
-
-static struct iwarp_cntr *iwarp_rdm_tx_cntr(struct iwarp_rdm_ep *ep,
-					    uint64_t flags)
-{
-	if (flags & FI_READ)
-		return ep->cntr_read;
-	if (flags & FI_WRITE)
-		return ep->cntr_write;
-	return ep->cntr_send;
-}
-
-void iwarp_rdm_tx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
-		       int err)
-{
-	struct iwarp_cntr *cntr;
-	uint64_t tag = tx->cq_flags & FI_TAGGED ? tx->hdr.tag : 0;
-
-	if (tx->mr)
-		iw_mr_dereg(tx->mr);
-	free(tx->copy);
-	if (!tx->ctrl) {
-		if (err)
-			iwarp_cq_write_err(ep->tx_cq, tx->context, tx->cq_flags,
-					   tx->len, NULL, 0, tag, err,
-					   tx->prov_errno, NULL, 0, 0);
-		else if (tx->cq)
-			iwarp_cq_write(ep->tx_cq, tx->context, tx->cq_flags,
-				       tx->len, NULL, 0, tag,
-				       FI_ADDR_NOTAVAIL);
-		cntr = iwarp_rdm_tx_cntr(ep, tx->cq_flags);
-		if (cntr)
-			(err ? iwarp_cntr_inc_err : iwarp_cntr_inc)(cntr);
-	}
-	iwarp_stash_put(&ep->tx_stash, tx);
-}
 
 /* A receive is done: msglen octets were sent to it (truncation if more
  * than it holds). */
-void iwarp_rdm_rx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
+static void iwarp_rdm_rx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
 		       size_t msglen, int err)
 {
 	uint64_t flags = rx->flags;
@@ -148,7 +98,7 @@ static struct iwarp_rdm_rx *iwarp_rdm_multi_piece(struct iwarp_rdm_ep *ep,
 	return rx;
 }
 
-struct iwarp_rdm_rx *iwarp_rdm_match_posted(struct iwarp_rdm_ep *ep,
+static struct iwarp_rdm_rx *iwarp_rdm_match_posted(struct iwarp_rdm_ep *ep,
 					    const struct iwarp_rdm_hdr *h,
 					    fi_addr_t from)
 {
@@ -208,40 +158,39 @@ static void iwarp_rdm_copy_out(struct iwarp_rdm_rx *rx, const uint8_t *src,
 	}
 }
 
-/* An RDMA Read straight into the matched receive (rendezvous). */
-void iwarp_rdm_start_read(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx)
+void iwarp_rdm_read_done(struct iwarp_rdm_rx *rx, int err)
 {
-	struct iw_sge sge[IW_MAX_SGE];
-	struct iw_send_wr wr = {
-		.ctx = rx,
-		.op = IW_WR_READ,
-		.flags = IW_WR_SIGNALED,
-		.sgl = sge,
-		.rstag = rx->hdr.stag,
-		.rto = rx->hdr.addr,
-	};
-	size_t left = rx->hdr.len, i;
-
-	for (i = 0; i < rx->count && left && wr.num_sge < IW_MAX_SGE; i++) {
-		size_t n = rx->iov[i].iov_len < left ? rx->iov[i].iov_len :
-						       left;
-
-		if (!n)
-			continue;
-		sge[wr.num_sge].addr = rx->iov[i].iov_base;
-		sge[wr.num_sge++].len = (uint32_t)n;
-		left -= n;
-	}
-	if (!rx->peer->qp || iw_qp_post_send(rx->peer->qp, &wr)) {
-		iwarp_rdm_send_ctrl(rx->peer, IWARP_RDM_FIN, rx->hdr.msg_id,
-				    IWARP_RDM_F_ERROR);
-		if (rx->owes)
-			iwarp_rdm_owe(rx->peer);
-		iwarp_rdm_rx_done(ep, rx, rx->hdr.len, FI_EIO);
-	}
+	iwarp_rdm_send_ctrl(rx->peer, IWARP_RDM_FIN, rx->hdr.msg_id,
+			    err ? IWARP_RDM_F_ERROR : 0);
+	if (rx->owes)
+		iwarp_rdm_owe(rx->peer);
+	iwarp_rdm_rx_done(rx->peer->ep, rx, rx->hdr.len, err ? FI_EIO : 0);
 }
 
-void iwarp_rdm_ux_free(struct iwarp_rdm_ep *ep, struct iwarp_rdm_unexp *ux)
+/* An RDMA Read straight into the matched receive (rendezvous). */
+static void iwarp_rdm_start_read(struct iwarp_rdm_rx *rx)
+{
+	struct iwarp_rdm_peer *peer = rx->peer;
+	struct iovec iov[IW_MAX_SGE];
+	size_t left = rx->hdr.len, i, n = 0;
+
+	for (i = 0; i < rx->count && left && n < IW_MAX_SGE; i++) {
+		size_t take = rx->iov[i].iov_len < left ? rx->iov[i].iov_len :
+							  left;
+
+		if (!take)
+			continue;
+		iov[n].iov_base = rx->iov[i].iov_base;
+		iov[n++].iov_len = take;
+		left -= take;
+	}
+	if (peer->xp->post_rdma(peer->xc, rx, IWARP_RDM_X_READ, iov, n,
+				rx->hdr.stag, rx->hdr.addr, 0))
+		iwarp_rdm_read_done(rx, FI_EIO);
+}
+
+static void iwarp_rdm_ux_free(struct iwarp_rdm_ep *ep,
+			      struct iwarp_rdm_unexp *ux)
 {
 	ep->unexp_bytes -= ux->cost;
 	free(ux->buf);
@@ -266,7 +215,7 @@ static void iwarp_rdm_take_unexp(struct iwarp_rdm_ep *ep,
 	}
 	if (ux->hdr.op == IWARP_RDM_RTS && !discard) {
 		iwarp_rdm_ux_free(ep, ux);
-		iwarp_rdm_start_read(ep, rx);
+		iwarp_rdm_start_read(rx);
 		return;
 	}
 	if (ux->hdr.op == IWARP_RDM_RTS)	/* the sender may go on */
@@ -288,7 +237,7 @@ static void iwarp_rdm_take_unexp(struct iwarp_rdm_ep *ep,
 	iwarp_rdm_ux_free(ep, ux);
 }
 
-void iwarp_rdm_unexp_arrived(struct iwarp_rdm_ep *ep,
+static void iwarp_rdm_unexp_arrived(struct iwarp_rdm_ep *ep,
 			     struct iwarp_rdm_unexp *ux)
 {
 	struct iwarp_rdm_rx *rx = ux->waiter;
@@ -302,6 +251,173 @@ void iwarp_rdm_unexp_arrived(struct iwarp_rdm_ep *ep,
 		return;		/* stays in the unexpected queue */
 	}
 	iwarp_rdm_ux_free(ep, ux);
+}
+
+/* ---- what arrives for messages (dispatched by rdm_recv.c) */
+
+/*
+ * A message stored as unexpected gives its credit back at once, so MPI may
+ * receive in any order; past rdm_unexp_max stored octets the credit waits
+ * until the message is taken, which bounds what peers can make us hold.
+ */
+static void iwarp_rdm_stored(struct iwarp_rdm_ep *ep,
+			     struct iwarp_rdm_unexp *ux, bool queued)
+{
+	if (queued && ep->unexp_bytes > iwarp_params.rdm_unexp_max)
+		ux->withheld = true;
+	else
+		iwarp_rdm_owe(ux->peer);
+}
+
+/* Queues ux, a message from peer, as unexpected; cost counts it. */
+static void iwarp_rdm_unexp_add(struct iwarp_rdm_peer *peer,
+				struct iwarp_rdm_unexp *ux,
+				const struct iwarp_rdm_hdr *h, size_t cost)
+{
+	struct iwarp_rdm_ep *ep = peer->ep;
+
+	ux->hdr = *h;
+	ux->cost = cost;
+	ep->unexp_bytes += cost;
+	ux->peer = peer;
+	ux->from = iwarp_rdm_from(peer);
+	iwarp_list_add_tail(h->flags & IWARP_RDM_F_TAGGED ? &ep->unexp_tagged :
+							    &ep->unexp_msg,
+			    &ux->link);
+}
+
+/* An EAGER no receive waits for: its payload lands in a buffer of ours. */
+static int iwarp_rdm_eager_unexp(struct iwarp_rdm_peer *peer,
+				 struct iwarp_rdm_in *in, struct iw_sge *dst)
+{
+	struct iwarp_rdm_unexp *ux = iwarp_zalloc(sizeof(*ux));
+
+	if (ux)
+		ux->buf = malloc(in->hdr.len ? in->hdr.len : 1);
+	if (!ux || !ux->buf) {
+		free(ux);
+		return -1;
+	}
+	iwarp_rdm_unexp_add(peer, ux, &in->hdr, sizeof(*ux) + in->hdr.len);
+	in->ux = ux;
+	dst[0].addr = ux->buf;
+	dst[0].len = in->hdr.len;
+	return in->hdr.len ? 1 : 0;
+}
+
+/* An EAGER into the receive it matched; what does not fit is dropped. */
+static int iwarp_rdm_eager_direct(const struct iwarp_rdm_rx *rx, size_t len,
+				  struct iw_sge *dst)
+{
+	size_t i, n = 0, left = len;
+
+	for (i = 0; i < rx->count && left && n < IW_MAX_SGE - 1; i++) {
+		size_t take = rx->iov[i].iov_len < left ? rx->iov[i].iov_len :
+							  left;
+
+		if (!take)
+			continue;
+		dst[n].addr = rx->iov[i].iov_base;
+		dst[n++].len = (uint32_t)take;
+		left -= take;
+	}
+	if (left) {	/* truncated: the rest is discarded */
+		dst[n].addr = NULL;
+		dst[n++].len = (uint32_t)left;
+	}
+	return (int)n;
+}
+
+int iwarp_rdm_eager_place(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in,
+			  struct iw_sge *dst)
+{
+	if (in->hdr.len > IWARP_RDM_EAGER_MAX) {
+		FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
+			"RDM peer %s: EAGER of %u octets, at most %u\n",
+			peer->name, in->hdr.len, IWARP_RDM_EAGER_MAX);
+		return -1;
+	}
+	in->rx = iwarp_rdm_match_posted(peer->ep, &in->hdr,
+					iwarp_rdm_from(peer));
+	if (!in->rx)
+		return iwarp_rdm_eager_unexp(peer, in, dst);
+	return iwarp_rdm_eager_direct(in->rx, in->hdr.len, dst);
+}
+
+void iwarp_rdm_eager_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in)
+{
+	struct iwarp_rdm_ep *ep = peer->ep;
+	struct iwarp_rdm_unexp *ux = in->ux;
+
+	if (in->rx) {
+		iwarp_rdm_owe(peer);
+		in->rx->hdr = in->hdr;
+		in->rx->from = iwarp_rdm_from(peer);
+		iwarp_rdm_rx_done(ep, in->rx, in->hdr.len, 0);
+		return;
+	}
+	iwarp_rdm_stored(ep, ux, !ux->waiter &&
+			 !(ux->claimed && ux->claim_ctx == ux));
+	iwarp_rdm_unexp_arrived(ep, ux);
+}
+
+void iwarp_rdm_eager_drop(struct iwarp_rdm_peer *peer,
+			  struct iwarp_rdm_in *in)
+{
+	if (in->rx)
+		iwarp_rdm_rx_done(peer->ep, in->rx, 0, FI_EIO);
+	if (in->ux) {
+		iwarp_list_del(&in->ux->link);
+		iwarp_rdm_ux_free(peer->ep, in->ux);
+	}
+}
+
+/* A large message to Read: into the matched receive, else stored. */
+void iwarp_rdm_rts_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in)
+{
+	struct iwarp_rdm_ep *ep = peer->ep;
+	struct iwarp_rdm_unexp *ux;
+	struct iwarp_rdm_rx *rx;
+
+	rx = iwarp_rdm_match_posted(ep, &in->hdr, iwarp_rdm_from(peer));
+	if (rx) {
+		rx->hdr = in->hdr;
+		rx->peer = peer;
+		rx->from = iwarp_rdm_from(peer);
+		rx->owes = true;	/* given back when the Read ends */
+		iwarp_rdm_start_read(rx);
+		return;
+	}
+	ux = calloc(1, sizeof(*ux));
+	if (!ux) {
+		iwarp_rdm_owe(peer);
+		return;
+	}
+	iwarp_rdm_unexp_add(peer, ux, &in->hdr, sizeof(*ux));
+	ux->arrived = true;
+	iwarp_rdm_stored(ep, ux, true);
+}
+
+/* The receiver has read our RTS's payload: the send is done. */
+void iwarp_rdm_fin_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in)
+{
+	struct iwarp_list *e;
+
+	for (e = peer->inflight.next; e != &peer->inflight; e = e->next) {
+		struct iwarp_rdm_tx *tx =
+			iwarp_container_of(e, struct iwarp_rdm_tx, link);
+
+		if (tx->hdr.op != IWARP_RDM_RTS ||
+		    tx->hdr.msg_id != in->hdr.msg_id)
+			continue;
+		iwarp_list_del(&tx->link);
+		tx->listed = false;
+		tx->answered = true;
+		if ((in->hdr.flags & IWARP_RDM_F_ERROR) && !tx->status)
+			tx->status = FI_EIO;
+		iwarp_rdm_settle(peer->ep, tx);
+		return;
+	}
 }
 
 /* ---- receives */
@@ -335,6 +451,75 @@ static ssize_t iwarp_rdm_peek(struct iwarp_rdm_ep *ep,
 	return 0;
 }
 
+/* Fills a receive record in from the call (lock held). */
+static void iwarp_rdm_rx_fill(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
+			      const struct iovec *iov, size_t count,
+			      uint64_t flags, bool tagged)
+{
+	size_t i;
+
+	rx->flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
+	rx->count = count;
+	for (i = 0; i < count; i++) {
+		rx->iov[i] = iov[i];
+		rx->len += iov[i].iov_len;
+	}
+	rx->cq = !ep->rx_selective || (flags & FI_COMPLETION);
+	if (flags & FI_MULTI_RECV) {
+		rx->multi = true;
+		rx->flags |= FI_MULTI_RECV;
+	}
+}
+
+/* A multi-receive buffer is posted at once (a piece that retires it
+ * unlinks it), then takes every waiting message it can hold. */
+static void iwarp_rdm_multi_post(struct iwarp_rdm_ep *ep,
+				 struct iwarp_rdm_rx *rx)
+{
+	struct iwarp_rdm_unexp *ux;
+
+	iwarp_list_add_tail(&ep->posted_msg, &rx->link);
+	while ((ux = iwarp_rdm_match_unexp(ep, rx, NULL))) {
+		bool gone = false;
+		struct iwarp_rdm_rx *piece;
+
+		piece = iwarp_rdm_multi_piece(ep, rx, ux->hdr.len);
+		if (!piece)
+			break;
+		/* once retired, the piece's completion may free rx */
+		gone = rx->retired;
+		iwarp_rdm_take_unexp(ep, ux, piece, false);
+		if (gone)
+			break;
+	}
+}
+
+/* Peeks with rx, hands it what waits for it, or posts it; -FI_EINVAL
+ * (rx freed) when FI_CLAIM finds nothing claimed with its context. */
+static ssize_t iwarp_rdm_recv_take(struct iwarp_rdm_ep *ep,
+				   struct iwarp_rdm_rx *rx, uint64_t flags,
+				   bool tagged)
+{
+	struct iwarp_rdm_unexp *ux;
+
+	if (flags & FI_PEEK) {
+		iwarp_progress(ep->fab);
+		iwarp_rdm_peek(ep, rx, flags);
+	} else if (rx->multi) {
+		iwarp_rdm_multi_post(ep, rx);
+	} else if ((ux = iwarp_rdm_match_unexp(ep, rx, (flags & FI_CLAIM) ?
+						       rx->context : NULL))) {
+		iwarp_rdm_take_unexp(ep, ux, rx, flags & FI_DISCARD);
+	} else if (flags & FI_CLAIM) {
+		iwarp_stash_put(&ep->rx_stash, rx);
+		return -FI_EINVAL;	/* nothing was claimed with it */
+	} else {
+		iwarp_list_add_tail(tagged ? &ep->posted_tagged :
+					     &ep->posted_msg, &rx->link);
+	}
+	return 0;
+}
+
 static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 				     const struct iovec *iov, size_t count,
 				     fi_addr_t src, uint64_t tag,
@@ -342,8 +527,7 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 				     uint64_t flags, bool tagged)
 {
 	struct iwarp_rdm_rx *rx;
-	struct iwarp_rdm_unexp *ux;
-	size_t i;
+	ssize_t ret;
 
 	if (count > IWARP_IOV_MAX || (count && !iov))
 		return -FI_EINVAL;
@@ -361,78 +545,17 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 		return -FI_ENOMEM;
 	}
 	rx->context = context;
-	rx->flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
 	/* fi_tagged(3): the source filters only with FI_DIRECTED_RECV */
 	rx->src = ep->directed ? src : FI_ADDR_UNSPEC;
 	rx->tag = tag;
 	rx->ignore = ignore;
-	rx->count = count;
-	for (i = 0; i < count; i++) {
-		rx->iov[i] = iov[i];
-		rx->len += iov[i].iov_len;
-	}
-	rx->cq = !ep->rx_selective || (flags & FI_COMPLETION);
-	if (flags & FI_MULTI_RECV) {
-		rx->multi = true;
-		rx->flags |= FI_MULTI_RECV;
-	}
-	if (flags & FI_PEEK) {
-		iwarp_progress(ep->fab);
-		iwarp_rdm_peek(ep, rx, flags);
-	} else if (rx->multi) {
-		/* posted at once (a piece that retires it unlinks it), then
-		 * takes every waiting message it can hold */
-		iwarp_list_add_tail(&ep->posted_msg, &rx->link);
-		while ((ux = iwarp_rdm_match_unexp(ep, rx, NULL))) {
-			bool gone = false;
-			struct iwarp_rdm_rx *piece;
-
-			piece = iwarp_rdm_multi_piece(ep, rx, ux->hdr.len);
-			if (!piece)
-				break;
-			/* once retired, the piece's completion may free rx */
-			gone = rx->retired;
-			iwarp_rdm_take_unexp(ep, ux, piece, false);
-			if (gone)
-				break;
-		}
-	} else if ((ux = iwarp_rdm_match_unexp(ep, rx, (flags & FI_CLAIM) ?
-						       context : NULL))) {
-		iwarp_rdm_take_unexp(ep, ux, rx, flags & FI_DISCARD);
-	} else if (flags & FI_CLAIM) {
-		iwarp_stash_put(&ep->rx_stash, rx);
-		iwarp_unlock(ep->fab);
-		return -FI_EINVAL;	/* nothing was claimed with it */
-	} else {
-		iwarp_list_add_tail(tagged ? &ep->posted_tagged :
-					     &ep->posted_msg, &rx->link);
-	}
+	iwarp_rdm_rx_fill(ep, rx, iov, count, flags, tagged);
+	ret = iwarp_rdm_recv_take(ep, rx, flags, tagged);
 	iwarp_unlock(ep->fab);
-	return 0;
+	return ret;
 }
 
 /* ---- sends */
-
-int iwarp_rdm_tx_flatten(struct iwarp_rdm_tx *tx)
-{
-	size_t i, off = 0;
-	uint8_t *dst = tx->small;
-
-	/* the small messages MPI injects need no allocation */
-	if (tx->len > sizeof(tx->small)) {
-		dst = tx->copy = malloc(tx->len);
-		if (!dst)
-			return -FI_ENOMEM;
-	}
-	for (i = 0; i < tx->count; i++) {
-		memcpy(dst + off, tx->iov[i].iov_base, tx->iov[i].iov_len);
-		off += tx->iov[i].iov_len;
-	}
-	tx->iov[0].iov_base = dst;
-	tx->iov[0].iov_len = tx->len;
-	tx->count = tx->len ? 1 : 0;
-	return 0;
-}
 
 static int iwarp_rdm_rndv(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx)
 {
@@ -452,17 +575,50 @@ static int iwarp_rdm_rndv(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx)
 	return 0;
 }
 
+/* Fills a send record in from the call (lock held): an EAGER so far. */
+static void iwarp_rdm_tx_fill(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
+			      const struct iovec *iov, size_t count,
+			      uint64_t flags, bool tagged)
+{
+	size_t i;
+
+	tx->owner = IWARP_RDM_OWN_TX;
+	tx->op_flags = flags;
+	tx->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+	tx->count = count;
+	for (i = 0; i < count; i++) {
+		tx->iov[i] = iov[i];
+		tx->len += iov[i].iov_len;
+	}
+	tx->hdr.op = IWARP_RDM_EAGER;
+	tx->hdr.flags = (tagged ? IWARP_RDM_F_TAGGED : 0) |
+			(flags & FI_REMOTE_CQ_DATA ? IWARP_RDM_F_DATA : 0);
+	tx->hdr.len = (uint32_t)tx->len;
+	tx->cq = iwarp_rdm_wants_cq(ep, flags);
+}
+
+/* Inject copies the payload; large or delivery-complete messages go
+ * rendezvous: done when the receiver has them. */
+static int iwarp_rdm_send_prep(struct iwarp_rdm_ep *ep,
+			       struct iwarp_rdm_tx *tx, uint64_t flags)
+{
+	if (flags & FI_INJECT)
+		return iwarp_rdm_tx_flatten(tx);
+	if (tx->len > iwarp_params.rdm_eager || (flags & IWARP_RDM_DELIVERY))
+		return iwarp_rdm_rndv(ep, tx);
+	return 0;
+}
+
 static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 				     const struct iovec *iov, size_t count,
 				     fi_addr_t dest, uint64_t tag,
 				     uint64_t data, void *context,
 				     uint64_t flags, bool tagged)
 {
-	const union iwarp_sockaddr *addr;
 	struct iwarp_rdm_peer *peer;
 	struct iwarp_rdm_tx *tx;
 	size_t i, len = 0;
-	int ret = 0;
+	int ret;
 
 	if (count > IWARP_IOV_MAX - 1 || (count && !iov))
 		return -FI_EINVAL;
@@ -477,38 +633,18 @@ static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 		iwarp_unlock(ep->fab);
 		return -FI_ENOMEM;
 	}
-	tx->owner = IWARP_RDM_OWN_TX;
 	tx->context = context;
-	tx->op_flags = flags;
-	tx->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-	tx->count = count;
-	for (i = 0; i < count; i++)
-		tx->iov[i] = iov[i];
-	tx->len = len;
-	tx->hdr.op = IWARP_RDM_EAGER;
-	tx->hdr.flags = (tagged ? IWARP_RDM_F_TAGGED : 0) |
-			(flags & FI_REMOTE_CQ_DATA ? IWARP_RDM_F_DATA : 0);
-	tx->hdr.len = (uint32_t)tx->len;
+	iwarp_rdm_tx_fill(ep, tx, iov, count, flags, tagged);
 	tx->hdr.tag = tag;
 	tx->hdr.data = data;
-	tx->cq = !(flags & IWARP_INJECT_CALL) &&
-		 (!ep->tx_selective || (flags & FI_COMPLETION));
-	flags &= ~IWARP_INJECT_CALL;
-	addr = ep->enabled && ep->av ? iwarp_av_addr(ep->av, dest) : NULL;
-	peer = addr ? iwarp_rdm_peer_get(ep, addr) : NULL;
+	peer = iwarp_rdm_dest(ep, dest);
 	if (!peer) {
 		iwarp_stash_put(&ep->tx_stash, tx);
 		iwarp_unlock(ep->fab);
 		return ep->enabled ? -FI_EINVAL : -FI_EOPBADSTATE;
 	}
 	tx->hdr.msg_id = ++ep->next_msg_id;
-	if (flags & FI_INJECT) {
-		ret = iwarp_rdm_tx_flatten(tx);
-	} else if (tx->len > iwarp_params.rdm_eager ||
-		   (flags & IWARP_RDM_DELIVERY)) {
-		/* done when the receiver has it: delivery complete */
-		ret = iwarp_rdm_rndv(ep, tx);
-	}
+	ret = iwarp_rdm_send_prep(ep, tx, flags & ~IWARP_INJECT_CALL);
 	if (ret) {
 		free(tx->copy);
 		iwarp_stash_put(&ep->tx_stash, tx);
@@ -602,7 +738,7 @@ static ssize_t iwarp_rdm_injectdata(struct fid_ep *e, const void *buf,
 					     FI_REMOTE_CQ_DATA, false);
 }
 
-static struct fi_ops_msg iwarp_rdm_msg_ops = {
+struct fi_ops_msg iwarp_rdm_msg_ops = {
 	.size = sizeof(struct fi_ops_msg),
 	.recv = iwarp_rdm_recv,
 	.recvv = iwarp_rdm_recvv,
@@ -700,7 +836,7 @@ static ssize_t iwarp_rdm_tinjectdata(struct fid_ep *e, const void *buf,
 					     FI_REMOTE_CQ_DATA, true);
 }
 
-static struct fi_ops_tagged iwarp_rdm_tagged_ops = {
+struct fi_ops_tagged iwarp_rdm_tagged_ops = {
 	.size = sizeof(struct fi_ops_tagged),
 	.recv = iwarp_rdm_trecv,
 	.recvv = iwarp_rdm_trecvv,
@@ -713,166 +849,7 @@ static struct fi_ops_tagged iwarp_rdm_tagged_ops = {
 	.injectdata = iwarp_rdm_tinjectdata,
 };
 
-/* ---- the endpoint object */
-
-static ssize_t iwarp_rdm_cancel(fid_t fid, void *context)
-{
-	struct iwarp_rdm_ep *ep = iwarp_rdm_ep_of(fid);
-	struct iwarp_list *heads[] = { &ep->posted_tagged, &ep->posted_msg };
-	size_t i;
-
-	iwarp_lock(ep->fab);
-	for (i = 0; i < 2; i++) {
-		struct iwarp_list *e;
-
-		for (e = heads[i]->next; e != heads[i]; e = e->next) {
-			struct iwarp_rdm_rx *rx = iwarp_container_of(
-				e, struct iwarp_rdm_rx, link);
-
-			if (rx->context != context)
-				continue;
-			iwarp_list_del(&rx->link);
-			iwarp_cq_write_err(ep->rx_cq, context, rx->flags, 0,
-					   NULL, 0, rx->tag, FI_ECANCELED, 0,
-					   NULL, 0, 0);
-			if (rx->pieces)	/* the last piece frees it */
-				rx->retired = true;
-			else
-				free(rx);
-			iwarp_unlock(ep->fab);
-			return 0;
-		}
-	}
-	iwarp_unlock(ep->fab);
-	return -FI_ENOENT;
-}
-
-static int iwarp_rdm_getopt(fid_t fid, int level, int optname,
-			    void *optval, size_t *optlen)
-{
-	struct iwarp_rdm_ep *ep = iwarp_rdm_ep_of(fid);
-
-	if (level != FI_OPT_ENDPOINT)
-		return -FI_ENOPROTOOPT;
-	if (optname == FI_OPT_MIN_MULTI_RECV) {
-		if (*optlen < sizeof(size_t))
-			return -FI_ETOOSMALL;
-		*(size_t *)optval = ep->min_multi_recv;
-		*optlen = sizeof(size_t);
-		return 0;
-	}
-	return -FI_ENOPROTOOPT;
-}
-
-static int iwarp_rdm_setopt(fid_t fid, int level, int optname,
-			    const void *optval, size_t optlen)
-{
-	struct iwarp_rdm_ep *ep = iwarp_rdm_ep_of(fid);
-
-	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
-		return -FI_ENOPROTOOPT;
-	if (optlen != sizeof(size_t) || !optval)
-		return -FI_EINVAL;
-	ep->min_multi_recv = *(const size_t *)optval;
-	return 0;
-}
-
-static ssize_t iwarp_rdm_size_left(struct fid_ep *ep)
-{
-	return IWARP_QUEUE_SIZE;
-}
-
-static struct fi_ops_ep iwarp_rdm_ep_ops = {
-	.size = sizeof(struct fi_ops_ep),
-	.cancel = iwarp_rdm_cancel,
-	.getopt = iwarp_rdm_getopt,
-	.setopt = iwarp_rdm_setopt,
-	.rx_size_left = iwarp_rdm_size_left,
-	.tx_size_left = iwarp_rdm_size_left,
-};
-
-static int iwarp_rdm_getname(fid_t fid, void *addr, size_t *addrlen)
-{
-	struct iwarp_rdm_ep *ep = iwarp_rdm_ep_of(fid);
-	size_t need = iwarp_sa_len(&ep->name.sa);
-
-	if (!addr || *addrlen < need) {
-		*addrlen = need;
-		return -FI_ETOOSMALL;
-	}
-	memcpy(addr, &ep->name, need);
-	*addrlen = need;
-	return 0;
-}
-
-static int iwarp_rdm_no_getpeer(struct fid_ep *ep, void *addr,
-				size_t *addrlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int iwarp_rdm_setname(fid_t fid, void *addr, size_t addrlen)
-{
-	struct iwarp_rdm_ep *ep = iwarp_rdm_ep_of(fid);
-
-	if (ep->enabled)
-		return -FI_EBUSY;	/* the listener has its address */
-	if (!addr || addrlen > sizeof(ep->name) ||
-	    addrlen < sizeof(struct sockaddr_in))
-		return -FI_EINVAL;
-	memcpy(&ep->name, addr, addrlen);
-	return 0;
-}
-
-static int iwarp_rdm_no_connect(struct fid_ep *ep, const void *addr,
-				const void *param, size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int iwarp_rdm_no_listen(struct fid_pep *pep)
-{
-	return -FI_ENOSYS;
-}
-
-static int iwarp_rdm_no_accept(struct fid_ep *ep, const void *param,
-			       size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int iwarp_rdm_no_reject(struct fid_pep *pep, fid_t handle,
-			       const void *param, size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-/* Connectionless to the user: connections come and go per peer. */
-static int iwarp_rdm_shutdown_op(struct fid_ep *ep, uint64_t flags)
-{
-	return 0;
-}
-
-static int iwarp_rdm_no_join(struct fid_ep *ep, const void *addr,
-			     uint64_t flags, struct fid_mc **mc, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static struct fi_ops_cm iwarp_rdm_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = iwarp_rdm_setname,
-	.getname = iwarp_rdm_getname,
-	.getpeer = iwarp_rdm_no_getpeer,
-	.connect = iwarp_rdm_no_connect,
-	.listen = iwarp_rdm_no_listen,
-	.accept = iwarp_rdm_no_accept,
-	.reject = iwarp_rdm_no_reject,
-	.shutdown = iwarp_rdm_shutdown_op,
-	.join = iwarp_rdm_no_join,
-};
-
-static void iwarp_rdm_free_queues(struct iwarp_rdm_ep *ep)
+void iwarp_rdm_free_queues(struct iwarp_rdm_ep *ep)
 {
 	struct iwarp_list *heads[] = { &ep->posted_tagged, &ep->posted_msg };
 	struct iwarp_list *uheads[] = { &ep->unexp_tagged, &ep->unexp_msg };
@@ -894,186 +871,4 @@ static void iwarp_rdm_free_queues(struct iwarp_rdm_ep *ep)
 			iwarp_rdm_ux_free(ep, ux);
 		}
 	}
-}
-
-static int iwarp_rdm_close(struct fid *fid)
-{
-	struct iwarp_rdm_ep *ep = iwarp_rdm_ep_of(fid);
-	struct iwarp_fabric *fab = ep->fab;
-
-	if (ep->async)
-		iwarp_async_put(fab);
-	iwarp_lock(fab);
-	ep->enabled = false;
-	ep->closing = true;
-	iwarp_rdm_shutdown(ep);
-	iwarp_rdm_free_queues(ep);
-	if (ep->tx_cq)
-		atomic_fetch_sub(&ep->tx_cq->ref, 1);
-	if (ep->rx_cq)
-		atomic_fetch_sub(&ep->rx_cq->ref, 1);
-	if (ep->av)
-		atomic_fetch_sub(&ep->av->ref, 1);
-	if (ep->cntr_send)
-		atomic_fetch_sub(&ep->cntr_send->ref, 1);
-	if (ep->cntr_recv)
-		atomic_fetch_sub(&ep->cntr_recv->ref, 1);
-	if (ep->cntr_write)
-		atomic_fetch_sub(&ep->cntr_write->ref, 1);
-	if (ep->cntr_read)
-		atomic_fetch_sub(&ep->cntr_read->ref, 1);
-	atomic_fetch_sub(&ep->dom->ref, 1);
-	iwarp_stash_fini(&ep->tx_stash);
-	iwarp_stash_fini(&ep->rx_stash);
-	iwarp_stash_fini(&ep->in_stash);
-	iwarp_unlock(fab);
-	fi_freeinfo(ep->info);
-	free(ep);
-	return 0;
-}
-
-static int iwarp_rdm_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
-{
-	struct iwarp_rdm_ep *ep = iwarp_rdm_ep_of(fid);
-
-	if (ep->enabled)
-		return -FI_EBUSY;
-	switch (bfid->fclass) {
-	case FI_CLASS_CQ:
-		if (flags & FI_TRANSMIT) {
-			ep->tx_cq = iwarp_cq_of(bfid);
-			ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
-			atomic_fetch_add(&ep->tx_cq->ref, 1);
-		}
-		if (flags & FI_RECV) {
-			ep->rx_cq = iwarp_cq_of(bfid);
-			ep->rx_selective = flags & FI_SELECTIVE_COMPLETION;
-			atomic_fetch_add(&ep->rx_cq->ref, 1);
-		}
-		return flags & (FI_TRANSMIT | FI_RECV) ? 0 : -FI_EINVAL;
-	case FI_CLASS_AV:
-		if (ep->av)
-			return -FI_EINVAL;
-		ep->av = iwarp_av_of(bfid);
-		atomic_fetch_add(&ep->av->ref, 1);
-		return 0;
-	case FI_CLASS_CNTR: {
-		struct iwarp_cntr **slot[] = { &ep->cntr_send, &ep->cntr_recv,
-					       &ep->cntr_write,
-					       &ep->cntr_read };
-		const uint64_t bit[] = { FI_SEND, FI_RECV, FI_WRITE, FI_READ };
-		size_t i;
-
-		/* no FI_RMA_EVENT: nothing counts remote accesses */
-		if (flags & ~(FI_SEND | FI_RECV | FI_WRITE | FI_READ))
-			return -FI_ENOSYS;
-		for (i = 0; i < 4; i++) {
-			if (!(flags & bit[i]))
-				continue;
-			if (*slot[i])
-				atomic_fetch_sub(&(*slot[i])->ref, 1);
-			*slot[i] = iwarp_cntr_of(bfid);
-			atomic_fetch_add(&(*slot[i])->ref, 1);
-		}
-		return 0;
-	}
-	case FI_CLASS_EQ:
-		return 0;	/* RDM reports no CM events */
-	default:
-		return -FI_EINVAL;
-	}
-}
-
-static int iwarp_rdm_control(struct fid *fid, int command, void *arg)
-{
-	struct iwarp_rdm_ep *ep = iwarp_rdm_ep_of(fid);
-	int ret;
-
-	switch (command) {
-	case FI_ENABLE:
-		if (ep->enabled)
-			return 0;
-		if (!ep->tx_cq || !ep->rx_cq)
-			return -FI_ENOCQ;
-		if (!ep->av)
-			return -FI_ENOAV;
-		iwarp_lock(ep->fab);
-		ret = iwarp_rdm_listen(ep);
-		if (!ret)
-			ep->enabled = true;
-		iwarp_unlock(ep->fab);
-		/* a target of RMA must answer while its application computes */
-		if (!ret && (ep->info->caps & (FI_RMA | FI_ATOMIC)) &&
-		    !iwarp_async_get(ep->fab))
-			ep->async = true;
-		return ret;
-	case FI_GETOPSFLAG:
-		*(uint64_t *)arg = *(uint64_t *)arg & FI_TRANSMIT ?
-					   ep->tx_op_flags : ep->rx_op_flags;
-		return 0;
-	case FI_SETOPSFLAG:
-		if (*(uint64_t *)arg & FI_TRANSMIT)
-			ep->tx_op_flags = *(uint64_t *)arg & ~FI_TRANSMIT;
-		else
-			ep->rx_op_flags = *(uint64_t *)arg & ~FI_RECV;
-		return 0;
-	default:
-		return -FI_ENOSYS;
-	}
-}
-
-static struct fi_ops iwarp_rdm_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = iwarp_rdm_close,
-	.bind = iwarp_rdm_bind,
-	.control = iwarp_rdm_control,
-	.ops_open = iwarp_no_ops_open,
-	.tostr = iwarp_no_tostr,
-	.ops_set = iwarp_no_ops_set,
-};
-
-int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
-		   struct fid_ep **epp, void *context)
-{
-	struct iwarp_domain *dom = iwarp_domain_of(&domain->fid);
-	struct iwarp_rdm_ep *ep = calloc(1, sizeof(*ep));
-
-	if (!ep)
-		return -FI_ENOMEM;
-	ep->info = fi_dupinfo(info);
-	if (!ep->info) {
-		free(ep);
-		return -FI_ENOMEM;
-	}
-	ep->dom = dom;
-	ep->fab = dom->fabric;
-	ep->name = dom->iface.addr;
-	if (info->src_addr && info->src_addrlen <= sizeof(ep->name))
-		memcpy(&ep->name, info->src_addr, info->src_addrlen);
-	iwarp_lock(ep->fab);
-	/* a restarted process gets a new instance: peers replace it */
-	ep->instance = iw_dev_random(dom->dev) | 1;
-	iwarp_unlock(ep->fab);
-	iwarp_list_init(&ep->peers);
-	iwarp_list_init(&ep->posted_tagged);
-	iwarp_list_init(&ep->posted_msg);
-	iwarp_list_init(&ep->unexp_tagged);
-	iwarp_list_init(&ep->unexp_msg);
-	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
-	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
-	ep->min_multi_recv = 64;	/* fi_endpoint(3): provider's choice */
-	ep->directed = (info->caps & FI_DIRECTED_RECV) ||
-		       (info->rx_attr && (info->rx_attr->caps & FI_DIRECTED_RECV));
-	atomic_fetch_add(&dom->ref, 1);
-	ep->ep_fid.fid.fclass = FI_CLASS_EP;
-	ep->ep_fid.fid.context = context;
-	ep->ep_fid.fid.ops = &iwarp_rdm_fi_ops;
-	ep->ep_fid.ops = &iwarp_rdm_ep_ops;
-	ep->ep_fid.cm = &iwarp_rdm_cm_ops;
-	ep->ep_fid.msg = &iwarp_rdm_msg_ops;
-	ep->ep_fid.tagged = &iwarp_rdm_tagged_ops;
-	ep->ep_fid.rma = &iwarp_rdm_rma_ops;
-	ep->ep_fid.atomic = &iwarp_rdm_atomic_ops;
-	*epp = &ep->ep_fid;
-	return 0;
 }

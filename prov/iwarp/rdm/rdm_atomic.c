@@ -1,220 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * One-sided operations on FI_EP_RDM (iwarp_rdm.h): fi_write/fi_read on
- * RDMA Write/Read of the peer's connection, fi_writedata with a WDATA
- * message behind the Write, and atomics: executed by the target's
- * provider from an AREQ message, or, between peers that both announced
- * RFC 7306, as RFC 7306 Atomic Requests for the 64-bit operations it
- * defines. Target memory is named by the key (our STag) and an address
- * (virtual or offset, as the target's mr_mode says).
+ * Atomics on FI_EP_RDM (rdm.h): executed by the target's provider from
+ * an AREQ message and answered by ARESP, or, between peers whose
+ * transport carries them, as RFC 7306 Atomic Requests for the 64-bit
+ * operations it defines.
  */
-#include "iwarp_rdm.h"
+#include "rdm.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include <rdma/fi_atomic.h>
 
-#include "iwarp/engine.h"
-
 #define RDM(ep_) iwarp_rdm_ep_of(&(ep_)->fid)
-
-static struct iwarp_rdm_peer *iwarp_rdm_dest(struct iwarp_rdm_ep *ep,
-					     fi_addr_t dest)
-{
-	const union iwarp_sockaddr *addr;
-
-	addr = ep->enabled && ep->av ? iwarp_av_addr(ep->av, dest) : NULL;
-	return addr ? iwarp_rdm_peer_get(ep, addr) : NULL;
-}
-
-static bool iwarp_rdm_wants_cq(struct iwarp_rdm_ep *ep, uint64_t flags)
-{
-	return !(flags & IWARP_INJECT_CALL) &&
-	       (!ep->tx_selective || (flags & FI_COMPLETION));
-}
-
-/* Queues tx for dest, or frees it and says why not. */
-static ssize_t iwarp_rdm_submit(struct iwarp_rdm_ep *ep,
-				struct iwarp_rdm_tx *tx, fi_addr_t dest)
-{
-	struct iwarp_rdm_peer *peer;
-
-	iwarp_lock(ep->fab);
-	peer = iwarp_rdm_dest(ep, dest);
-	if (!peer) {
-		bool enabled = ep->enabled;
-
-		iwarp_unlock(ep->fab);
-		free(tx->copy);
-		free(tx);
-		return enabled ? -FI_EINVAL : -FI_EOPBADSTATE;
-	}
-	if (tx->wdata || tx->kind == IWARP_RDM_K_ATOMIC)
-		tx->hdr.msg_id = ++ep->next_msg_id;
-	iwarp_rdm_queue(peer, tx);
-	iwarp_unlock(ep->fab);
-	return 0;
-}
-
-/* ---- fi_ops_rma */
-
-static ssize_t iwarp_rdm_rma(struct iwarp_rdm_ep *ep, bool write,
-			     const struct iovec *iov, size_t count,
-			     fi_addr_t dest, uint64_t addr, uint64_t key,
-			     uint64_t data, void *context, uint64_t flags)
-{
-	struct iwarp_rdm_tx *tx;
-	size_t i;
-
-	if (count > IW_MAX_SGE || (count && !iov) || key > UINT32_MAX)
-		return -FI_EINVAL;
-	tx = iwarp_rdm_tx_new();
-	if (!tx)
-		return -FI_ENOMEM;
-	tx->kind = write ? IWARP_RDM_K_WRITE : IWARP_RDM_K_READ;
-	tx->context = context;
-	tx->cq_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
-	tx->count = count;
-	for (i = 0; i < count; i++) {
-		tx->iov[i] = iov[i];
-		tx->len += iov[i].iov_len;
-	}
-	if (tx->len > UINT32_MAX ||
-	    ((flags & FI_INJECT) && tx->len > IWARP_RDM_INJECT_MAX)) {
-		free(tx);
-		return -FI_EINVAL;
-	}
-	tx->rkey = (uint32_t)key;
-	tx->raddr = addr;
-	tx->cq = iwarp_rdm_wants_cq(ep, flags);
-	tx->op_flags = flags & ~IWARP_INJECT_CALL;
-	if (write && (flags & FI_INJECT) && iwarp_rdm_tx_flatten(tx)) {
-		free(tx);
-		return -FI_ENOMEM;
-	}
-	if (write && (flags & FI_REMOTE_CQ_DATA)) {
-		tx->wdata = true;
-		tx->hdr.data = data;
-		tx->hdr.len = (uint32_t)tx->len;
-	}
-	/* a Write is delivered when a Read behind it is answered */
-	tx->fence = write && (flags & IWARP_RDM_DELIVERY);
-	return iwarp_rdm_submit(ep, tx, dest);
-}
-
-static ssize_t iwarp_rdm_read(struct fid_ep *e, void *buf, size_t len,
-			      void *desc, fi_addr_t src, uint64_t addr,
-			      uint64_t key, void *context)
-{
-	struct iovec iov = { buf, len };
-
-	(void)desc;
-	return iwarp_rdm_rma(RDM(e), false, &iov, 1, src, addr, key, 0,
-			     context, RDM(e)->tx_op_flags);
-}
-
-static ssize_t iwarp_rdm_readv(struct fid_ep *e, const struct iovec *iov,
-			       void **desc, size_t count, fi_addr_t src,
-			       uint64_t addr, uint64_t key, void *context)
-{
-	(void)desc;
-	return iwarp_rdm_rma(RDM(e), false, iov, count, src, addr, key, 0,
-			     context, RDM(e)->tx_op_flags);
-}
-
-static ssize_t iwarp_rdm_rma_msg(struct fid_ep *e, bool write,
-				 const struct fi_msg_rma *m, uint64_t flags)
-{
-	if (!m || m->rma_iov_count != 1 || !m->rma_iov)
-		return -FI_EINVAL;
-	return iwarp_rdm_rma(RDM(e), write, m->msg_iov, m->iov_count,
-			     m->addr, m->rma_iov[0].addr, m->rma_iov[0].key,
-			     m->data, m->context, flags);
-}
-
-static ssize_t iwarp_rdm_readmsg(struct fid_ep *e, const struct fi_msg_rma *m,
-				 uint64_t flags)
-{
-	return iwarp_rdm_rma_msg(e, false, m, flags);
-}
-
-static ssize_t iwarp_rdm_write(struct fid_ep *e, const void *buf, size_t len,
-			       void *desc, fi_addr_t dest, uint64_t addr,
-			       uint64_t key, void *context)
-{
-	struct iovec iov = { (void *)buf, len };
-
-	(void)desc;
-	return iwarp_rdm_rma(RDM(e), true, &iov, 1, dest, addr, key, 0,
-			     context, RDM(e)->tx_op_flags);
-}
-
-static ssize_t iwarp_rdm_writev(struct fid_ep *e, const struct iovec *iov,
-				void **desc, size_t count, fi_addr_t dest,
-				uint64_t addr, uint64_t key, void *context)
-{
-	(void)desc;
-	return iwarp_rdm_rma(RDM(e), true, iov, count, dest, addr, key, 0,
-			     context, RDM(e)->tx_op_flags);
-}
-
-static ssize_t iwarp_rdm_writemsg(struct fid_ep *e,
-				  const struct fi_msg_rma *m, uint64_t flags)
-{
-	return iwarp_rdm_rma_msg(e, true, m, flags);
-}
-
-static ssize_t iwarp_rdm_inject_write(struct fid_ep *e, const void *buf,
-				      size_t len, fi_addr_t dest,
-				      uint64_t addr, uint64_t key)
-{
-	struct iovec iov = { (void *)buf, len };
-
-	return iwarp_rdm_rma(RDM(e), true, &iov, 1, dest, addr, key, 0, NULL,
-			     (RDM(e)->tx_op_flags & ~IWARP_RDM_DELIVERY) |
-				     FI_INJECT | IWARP_INJECT_CALL);
-}
-
-static ssize_t iwarp_rdm_writedata(struct fid_ep *e, const void *buf,
-				   size_t len, void *desc, uint64_t data,
-				   fi_addr_t dest, uint64_t addr, uint64_t key,
-				   void *context)
-{
-	struct iovec iov = { (void *)buf, len };
-
-	(void)desc;
-	return iwarp_rdm_rma(RDM(e), true, &iov, 1, dest, addr, key, data,
-			     context,
-			     RDM(e)->tx_op_flags | FI_REMOTE_CQ_DATA);
-}
-
-static ssize_t iwarp_rdm_inject_writedata(struct fid_ep *e, const void *buf,
-					  size_t len, uint64_t data,
-					  fi_addr_t dest, uint64_t addr,
-					  uint64_t key)
-{
-	struct iovec iov = { (void *)buf, len };
-
-	return iwarp_rdm_rma(RDM(e), true, &iov, 1, dest, addr, key, data,
-			     NULL,
-			     (RDM(e)->tx_op_flags & ~IWARP_RDM_DELIVERY) |
-				     FI_INJECT | FI_REMOTE_CQ_DATA |
-				     IWARP_INJECT_CALL);
-}
-
-struct fi_ops_rma iwarp_rdm_rma_ops = {
-	.size = sizeof(struct fi_ops_rma),
-	.read = iwarp_rdm_read,
-	.readv = iwarp_rdm_readv,
-	.readmsg = iwarp_rdm_readmsg,
-	.write = iwarp_rdm_write,
-	.writev = iwarp_rdm_writev,
-	.writemsg = iwarp_rdm_writemsg,
-	.inject = iwarp_rdm_inject_write,
-	.writedata = iwarp_rdm_writedata,
-	.injectdata = iwarp_rdm_inject_writedata,
-};
 
 /* ---- atomics: what is supported */
 
@@ -295,11 +93,6 @@ static size_t iwarp_at_arrays(unsigned int op)
 	return iwarp_at_compare_op(op) ? 2 : 1;
 }
 
-size_t iwarp_rdm_atomic_payload_max(void)
-{
-	return 2 * IWARP_RDM_ATOMIC_MAX;
-}
-
 /* ---- atomics: executing them (the target) */
 
 /*
@@ -327,6 +120,7 @@ size_t iwarp_rdm_atomic_payload_max(void)
 	default: break;							\
 	}
 
+/* Each ends in a declaration, so that a use takes a semicolon. */
 #define IWARP_AT_CALC_INT(name, T, U)					\
 static bool name(unsigned int op, T o, T a, T c, T *n)			\
 {									\
@@ -338,25 +132,27 @@ static bool name(unsigned int op, T o, T a, T c, T *n)			\
 	case FI_MSWAP: *n = (T)((a & c) | (o & ~c)); return true;	\
 	default: return false;						\
 	}								\
-}
+}									\
+static bool name(unsigned int op, T o, T a, T c, T *n)
 
 #define IWARP_AT_CALC_FLT(name, T)					\
 static bool name(unsigned int op, T o, T a, T c, T *n)			\
 {									\
 	IWARP_AT_CALC_COMMON(T, T)					\
 	return false;							\
-}
+}									\
+static bool name(unsigned int op, T o, T a, T c, T *n)
 
-IWARP_AT_CALC_INT(iwarp_at_i8, int8_t, uint8_t)
-IWARP_AT_CALC_INT(iwarp_at_u8, uint8_t, uint8_t)
-IWARP_AT_CALC_INT(iwarp_at_i16, int16_t, uint16_t)
-IWARP_AT_CALC_INT(iwarp_at_u16, uint16_t, uint16_t)
-IWARP_AT_CALC_INT(iwarp_at_i32, int32_t, uint32_t)
-IWARP_AT_CALC_INT(iwarp_at_u32, uint32_t, uint32_t)
-IWARP_AT_CALC_INT(iwarp_at_i64, int64_t, uint64_t)
-IWARP_AT_CALC_INT(iwarp_at_u64, uint64_t, uint64_t)
-IWARP_AT_CALC_FLT(iwarp_at_flt, float)
-IWARP_AT_CALC_FLT(iwarp_at_dbl, double)
+IWARP_AT_CALC_INT(iwarp_at_i8, int8_t, uint8_t);
+IWARP_AT_CALC_INT(iwarp_at_u8, uint8_t, uint8_t);
+IWARP_AT_CALC_INT(iwarp_at_i16, int16_t, uint16_t);
+IWARP_AT_CALC_INT(iwarp_at_u16, uint16_t, uint16_t);
+IWARP_AT_CALC_INT(iwarp_at_i32, int32_t, uint32_t);
+IWARP_AT_CALC_INT(iwarp_at_u32, uint32_t, uint32_t);
+IWARP_AT_CALC_INT(iwarp_at_i64, int64_t, uint64_t);
+IWARP_AT_CALC_INT(iwarp_at_u64, uint64_t, uint64_t);
+IWARP_AT_CALC_FLT(iwarp_at_flt, float);
+IWARP_AT_CALC_FLT(iwarp_at_dbl, double);
 
 /*
  * One element, atomically against every other access through atomics
@@ -411,8 +207,9 @@ static int iwarp_at_errno(uint8_t ecode)
 }
 
 /* Checks an AREQ and runs it; 0 or a positive FI errno. */
-static int iwarp_at_run(struct iwarp_rdm_ep *ep, const struct iwarp_rdm_hdr *h,
-			const uint8_t *payload, uint8_t *out)
+static int iwarp_at_run(struct iwarp_rdm_peer *peer,
+			const struct iwarp_rdm_hdr *h, const uint8_t *payload,
+			uint8_t *out)
 {
 	unsigned int op = IWARP_RDM_AT_OP(h->tag);
 	unsigned int dt = IWARP_RDM_AT_DT(h->tag);
@@ -430,12 +227,12 @@ static int iwarp_at_run(struct iwarp_rdm_ep *ep, const struct iwarp_rdm_hdr *h,
 	    n > IWARP_RDM_ATOMIC_MAX / size ||
 	    h->len != n * size * iwarp_at_arrays(op))
 		return FI_EINVAL;
-	t = iw_mr_translate(ep->dom->pd, h->stag, h->addr, n * size, access,
-			    &ecode);
+	t = iw_mr_translate(peer->ep->dom->pd, h->stag, h->addr, n * size,
+			    access, &ecode);
 	if (!t) {
 		FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
-			"atomic refused: RDMAP code %#x for key %#x\n", ecode,
-			h->stag);
+			"RDM peer %s: atomic refused: RDMAP code %#x for key "
+			"%#x\n", peer->name, ecode, h->stag);
 		return iwarp_at_errno(ecode);
 	}
 	if ((uintptr_t)t % size)
@@ -452,11 +249,9 @@ static int iwarp_at_run(struct iwarp_rdm_ep *ep, const struct iwarp_rdm_hdr *h,
 	return 0;
 }
 
-void iwarp_rdm_atomic_serve(struct iwarp_rdm_peer *peer,
-			    const struct iwarp_rdm_hdr *h,
-			    const uint8_t *payload)
+void iwarp_rdm_areq_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in)
 {
-	struct iwarp_rdm_ep *ep = peer->ep;
+	const struct iwarp_rdm_hdr *h = &in->hdr;
 	bool fetch = h->tag & IWARP_RDM_AT_FETCH;
 	size_t size = iwarp_dt_size(IWARP_RDM_AT_DT(h->tag));
 	struct iwarp_rdm_tx *tx = iwarp_rdm_tx_new();
@@ -471,11 +266,12 @@ void iwarp_rdm_atomic_serve(struct iwarp_rdm_peer *peer,
 			tx = NULL;
 		}
 	}
-	err = tx ? iwarp_at_run(ep, h, payload, out) : FI_ENOMEM;
+	err = tx ? iwarp_at_run(peer, h, in->abuf, out) : FI_ENOMEM;
 	iwarp_rdm_owe(peer);
 	if (!tx) {
 		FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
-			"no memory to answer an atomic\n");
+			"RDM peer %s: no memory to answer atomic %u\n",
+			peer->name, h->msg_id);
 		return;		/* the initiator waits; memory is gone */
 	}
 	tx->ctrl = true;
@@ -512,10 +308,34 @@ static void iwarp_rdm_scatter(struct iwarp_rdm_tx *tx, const uint8_t *src,
 	}
 }
 
-void iwarp_rdm_atomic_done(struct iwarp_rdm_peer *peer,
-			   const struct iwarp_rdm_hdr *h,
-			   const uint8_t *payload)
+/* Ends the AREQ tx with the ARESP h (fetched values in payload). */
+static void iwarp_rdm_answered(struct iwarp_rdm_peer *peer,
+			       struct iwarp_rdm_tx *tx,
+			       const struct iwarp_rdm_hdr *h,
+			       const uint8_t *payload)
 {
+	iwarp_list_del(&tx->link);
+	tx->listed = false;
+	tx->answered = true;
+	if (h->flags & IWARP_RDM_F_ERROR) {
+		if (!tx->status)
+			tx->status = h->data && h->data < 256 ? (int)h->data :
+								FI_EIO;
+	} else if (h->len != tx->res_len) {
+		FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
+			"RDM peer %s: atomic %u answered with %u octets, not "
+			"%zu\n", peer->name, h->msg_id, h->len, tx->res_len);
+		if (!tx->status)
+			tx->status = FI_EIO;
+	} else {
+		iwarp_rdm_scatter(tx, payload, h->len);
+	}
+	iwarp_rdm_settle(peer->ep, tx);
+}
+
+void iwarp_rdm_aresp_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in)
+{
+	const struct iwarp_rdm_hdr *h = &in->hdr;
 	struct iwarp_list *e;
 
 	for (e = peer->inflight.next; e != &peer->inflight; e = e->next) {
@@ -525,27 +345,12 @@ void iwarp_rdm_atomic_done(struct iwarp_rdm_peer *peer,
 		if (tx->kind != IWARP_RDM_K_ATOMIC ||
 		    tx->hdr.msg_id != h->msg_id)
 			continue;
-		iwarp_list_del(&tx->link);
-		tx->listed = false;
-		tx->answered = true;
-		if (h->flags & IWARP_RDM_F_ERROR) {
-			if (!tx->status)
-				tx->status = h->data && h->data < 256 ?
-						     (int)h->data : FI_EIO;
-		} else if (h->len != tx->res_len) {
-			FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
-				"atomic answered with %u octets, not %zu\n",
-				h->len, tx->res_len);
-			if (!tx->status)
-				tx->status = FI_EIO;
-		} else {
-			iwarp_rdm_scatter(tx, payload, h->len);
-		}
-		iwarp_rdm_settle(peer->ep, tx);
+		iwarp_rdm_answered(peer, tx, h, in->abuf);
 		return;
 	}
 	FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
-		"answer to no atomic (id %u) ignored\n", h->msg_id);
+		"RDM peer %s: answer to no atomic (id %u) ignored\n",
+		peer->name, h->msg_id);
 }
 
 static size_t iwarp_ioc_count(const struct fi_ioc *ioc, size_t n)
@@ -601,6 +406,69 @@ static uint8_t iwarp_rdm_as_7306(struct iwarp_rdm_tx *tx, unsigned int op,
 	}
 }
 
+/* The element count of a well-formed call, or 0. */
+static size_t iwarp_rdm_atomic_count(int class, const struct fi_msg_atomic *m,
+				     const struct fi_ioc *cmp, size_t ccount,
+				     const struct fi_ioc *res, size_t rcount)
+{
+	unsigned int op = m->op, dt = m->datatype;
+	size_t n;
+
+	if (!iwarp_at_valid(op, dt, class) || m->rma_iov_count != 1 ||
+	    !m->rma_iov || m->rma_iov[0].key > UINT32_MAX ||
+	    m->iov_count > IWARP_IOV_MAX || rcount > IWARP_IOV_MAX ||
+	    (m->iov_count && !m->msg_iov))
+		return 0;
+	n = iwarp_ioc_count(m->msg_iov, m->iov_count);
+	if (!n || n > IWARP_RDM_ATOMIC_MAX / iwarp_dt_size(dt) ||
+	    (class != IWARP_AT_WRITE && iwarp_ioc_count(res, rcount) != n) ||
+	    (iwarp_at_arrays(op) == 2 && iwarp_ioc_count(cmp, ccount) != n))
+		return 0;
+	return n;
+}
+
+/* The AREQ payload: operands, then compare values; the first of each
+ * also in *a and *c for RFC 7306. 0 or -FI_ENOMEM. */
+static int iwarp_rdm_atomic_operands(struct iwarp_rdm_tx *tx,
+				     const struct fi_msg_atomic *m,
+				     const struct fi_ioc *cmp, size_t ccount,
+				     uint64_t *a, uint64_t *c)
+{
+	size_t size = iwarp_dt_size(m->datatype), n = tx->hdr.data;
+	size_t arrays = iwarp_at_arrays(m->op);
+
+	if (!arrays)
+		return 0;
+	tx->copy = malloc(tx->hdr.len);
+	if (!tx->copy)
+		return -FI_ENOMEM;
+	iwarp_ioc_gather(tx->copy, m->msg_iov, m->iov_count, size);
+	if (arrays == 2)
+		iwarp_ioc_gather(tx->copy + n * size, cmp, ccount, size);
+	tx->iov[0].iov_base = tx->copy;
+	tx->iov[0].iov_len = tx->hdr.len;
+	tx->count = 1;
+	memcpy(a, tx->copy, size < 8 ? size : 8);
+	if (arrays == 2)
+		memcpy(c, tx->copy + n * size, size < 8 ? size : 8);
+	return 0;
+}
+
+/* Where fetched values go. */
+static void iwarp_rdm_atomic_results(struct iwarp_rdm_tx *tx,
+				     struct fi_ioc *res, size_t rcount,
+				     size_t size)
+{
+	size_t i;
+
+	for (i = 0; i < rcount; i++) {
+		tx->res[i].iov_base = res[i].addr;
+		tx->res[i].iov_len = res[i].count * size;
+	}
+	tx->res_count = rcount;
+	tx->res_len = tx->len;
+}
+
 static ssize_t iwarp_rdm_atomic(struct iwarp_rdm_ep *ep, int class,
 				const struct fi_msg_atomic *m,
 				const struct fi_ioc *cmp, size_t ccount,
@@ -608,20 +476,12 @@ static ssize_t iwarp_rdm_atomic(struct iwarp_rdm_ep *ep, int class,
 				uint64_t flags)
 {
 	unsigned int op = m->op, dt = m->datatype;
-	size_t size = iwarp_dt_size(dt), n, arrays, i;
+	size_t size = iwarp_dt_size(dt);
+	size_t n = iwarp_rdm_atomic_count(class, m, cmp, ccount, res, rcount);
 	struct iwarp_rdm_tx *tx;
 	uint64_t a = 0, c = 0;
 
-	if (!iwarp_at_valid(op, dt, class) || m->rma_iov_count != 1 ||
-	    !m->rma_iov || m->rma_iov[0].key > UINT32_MAX ||
-	    m->iov_count > IWARP_IOV_MAX || rcount > IWARP_IOV_MAX ||
-	    (m->iov_count && !m->msg_iov))
-		return -FI_EINVAL;
-	n = iwarp_ioc_count(m->msg_iov, m->iov_count);
-	arrays = iwarp_at_arrays(op);
-	if (!n || n > IWARP_RDM_ATOMIC_MAX / size ||
-	    (class != IWARP_AT_WRITE && iwarp_ioc_count(res, rcount) != n) ||
-	    (arrays == 2 && iwarp_ioc_count(cmp, ccount) != n))
+	if (!n)
 		return -FI_EINVAL;
 	tx = iwarp_rdm_tx_new();
 	if (!tx)
@@ -641,32 +501,13 @@ static ssize_t iwarp_rdm_atomic(struct iwarp_rdm_ep *ep, int class,
 	tx->hdr.data = n;
 	tx->hdr.stag = tx->rkey;
 	tx->hdr.addr = tx->raddr;
-	tx->hdr.len = (uint32_t)(n * size * arrays);
-	if (arrays) {
-		tx->copy = malloc(tx->hdr.len);
-		if (!tx->copy) {
-			free(tx);
-			return -FI_ENOMEM;
-		}
-		iwarp_ioc_gather(tx->copy, m->msg_iov, m->iov_count, size);
-		if (arrays == 2)
-			iwarp_ioc_gather(tx->copy + n * size, cmp, ccount,
-					 size);
-		tx->iov[0].iov_base = tx->copy;
-		tx->iov[0].iov_len = tx->hdr.len;
-		tx->count = 1;
-		memcpy(&a, tx->copy, size < 8 ? size : 8);
-		if (arrays == 2)
-			memcpy(&c, tx->copy + n * size, size < 8 ? size : 8);
+	tx->hdr.len = (uint32_t)(n * size * iwarp_at_arrays(op));
+	if (iwarp_rdm_atomic_operands(tx, m, cmp, ccount, &a, &c)) {
+		free(tx);
+		return -FI_ENOMEM;
 	}
-	if (class != IWARP_AT_WRITE) {
-		for (i = 0; i < rcount; i++) {
-			tx->res[i].iov_base = res[i].addr;
-			tx->res[i].iov_len = res[i].count * size;
-		}
-		tx->res_count = rcount;
-		tx->res_len = n * size;
-	}
+	if (class != IWARP_AT_WRITE)
+		iwarp_rdm_atomic_results(tx, res, rcount, size);
 	tx->a7306_op = iwarp_rdm_as_7306(tx, op, dt, n, &a, &c);
 	return iwarp_rdm_submit(ep, tx, m->addr);
 }

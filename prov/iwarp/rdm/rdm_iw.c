@@ -1,0 +1,719 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The iWARP peer transport of RDM (rdm_xport.h): a listener per endpoint,
+ * one engine QP per peer made on first use, always MPA rev 2 peer-to-peer
+ * with an RTR so either side may send first. Collisions are resolved by
+ * iwarp_rdm_pd_cmp(), connects retried a bounded number of times, claims
+ * checked against the TCP source, and engine completions turned into
+ * upcalls. Knows nothing of the RDM protocol beyond its wire codecs.
+ */
+#include "rdm_wire.h"
+#include "rdm_xport.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ULPDU of every FPDU an RDM connection sends: 64 KiB less 4 */
+#define IWARP_RDM_MULPDU 65532
+#define IWARP_RDM_CONNECT_TRIES 5
+
+struct iwarp_rdm_xep {
+	struct iwarp_rdm_ep *ep;	/* the owner, named in upcalls */
+	const struct iwarp_rdm_upcalls *up;
+	struct iwarp_domain *dom;
+	union iwarp_sockaddr name;	/* where peers reach us */
+	uint64_t instance;
+	struct iw_listener *l;
+	struct iwarp_pollable lpoll;
+	struct iw_qp **dead;		/* QPs to destroy outside callbacks */
+	size_t ndead, deadcap;
+};
+
+struct iwarp_rdm_xconn {
+	struct iwarp_rdm_xep *xe;
+	struct iwarp_rdm_peer *peer;
+	union iwarp_sockaddr addr;	/* the peer's listening address */
+	char name[64];			/* ... as text */
+	uint64_t instance;		/* 0 until the peer told us */
+	struct iw_qp *qp;		/* the connection we send on */
+	struct iw_qp *rx_qp;		/* self: the accepted half */
+	bool rfc7306;			/* the peer announced RFC 7306 */
+	bool initiated;			/* qp is our connect, not an accept */
+	bool up;
+	struct iwarp_pollable poll, rx_poll;
+	int tries;
+	uint64_t retry_at;
+};
+
+static const struct iw_qp_ops rdm_iw_qp_ops;
+
+static const char *rdm_iw_label(struct iw_qp *qp)
+{
+	return qp ? iw_qp_label(qp) : "none";
+}
+
+/* ---- QPs that end inside engine callbacks */
+
+static void rdm_iw_bury(struct iwarp_rdm_xep *xe, struct iw_qp *qp)
+{
+	if (!qp)
+		return;
+	if (xe->ndead == xe->deadcap) {
+		size_t cap = xe->deadcap ? xe->deadcap * 2 : 8;
+		struct iw_qp **d = realloc(xe->dead, cap * sizeof(*d));
+
+		if (!d)
+			return;	/* leak the QP rather than free it in use */
+		xe->dead = d;
+		xe->deadcap = cap;
+	}
+	xe->dead[xe->ndead++] = qp;
+}
+
+/* Destroys buried QPs; never from inside an engine callback. */
+static void rdm_iw_reap(struct iwarp_rdm_xep *xe)
+{
+	while (xe->ndead)
+		iw_qp_destroy(xe->dead[--xe->ndead]);
+}
+
+/* ---- progress */
+
+static void rdm_iw_connect(struct iwarp_rdm_xconn *c);
+
+static void rdm_iw_qp_progress(struct iwarp_pollable *p)
+{
+	struct iwarp_rdm_xconn *c =
+		iwarp_container_of(p, struct iwarp_rdm_xconn, poll);
+
+	if (c->qp)
+		iw_qp_progress(c->qp);
+	if (!c->up && !c->qp && iw_now_ms() >= c->retry_at &&
+	    c->xe->up->queued(c->peer))
+		rdm_iw_connect(c);
+	rdm_iw_reap(c->xe);
+}
+
+static void rdm_iw_qp_poll_info(struct iwarp_pollable *p, int *fd,
+				short *events, uint64_t *deadline)
+{
+	struct iwarp_rdm_xconn *c =
+		iwarp_container_of(p, struct iwarp_rdm_xconn, poll);
+
+	*fd = c->qp ? iw_qp_fd(c->qp) : -1;
+	*events = c->qp ? iw_qp_poll_events(c->qp) : 0;
+	*deadline = c->qp ? iw_qp_deadline(c->qp) :
+		    c->xe->up->queued(c->peer) ? c->retry_at : 0;
+}
+
+static void rdm_iw_rxqp_progress(struct iwarp_pollable *p)
+{
+	struct iwarp_rdm_xconn *c =
+		iwarp_container_of(p, struct iwarp_rdm_xconn, rx_poll);
+
+	if (c->rx_qp)
+		iw_qp_progress(c->rx_qp);
+}
+
+static void rdm_iw_rxqp_poll_info(struct iwarp_pollable *p, int *fd,
+				  short *events, uint64_t *deadline)
+{
+	struct iwarp_rdm_xconn *c =
+		iwarp_container_of(p, struct iwarp_rdm_xconn, rx_poll);
+
+	*fd = c->rx_qp ? iw_qp_fd(c->rx_qp) : -1;
+	*events = c->rx_qp ? iw_qp_poll_events(c->rx_qp) : 0;
+	*deadline = c->rx_qp ? iw_qp_deadline(c->rx_qp) : 0;
+}
+
+/* ---- peers and their QPs */
+
+static struct iwarp_rdm_xconn *
+rdm_iw_peer_open(struct iwarp_rdm_xep *xe, struct iwarp_rdm_peer *peer,
+		 const union iwarp_sockaddr *addr)
+{
+	struct iwarp_rdm_xconn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->xe = xe;
+	c->peer = peer;
+	c->addr = *addr;
+	iwarp_rdm_addr_str(addr, c->name, sizeof(c->name));
+	iwarp_list_init(&c->poll.link);
+	iwarp_list_init(&c->rx_poll.link);
+	c->poll.progress = rdm_iw_qp_progress;
+	c->poll.poll_info = rdm_iw_qp_poll_info;
+	c->rx_poll.progress = rdm_iw_rxqp_progress;
+	c->rx_poll.poll_info = rdm_iw_rxqp_poll_info;
+	xe->up->poll_add(xe->ep, &c->poll);
+	return c;
+}
+
+static void rdm_iw_peer_close(struct iwarp_rdm_xconn *c)
+{
+	struct iwarp_rdm_xep *xe = c->xe;
+
+	xe->up->poll_del(xe->ep, &c->poll);
+	if (c->rx_qp) {
+		xe->up->poll_del(xe->ep, &c->rx_poll);
+		iw_qp_destroy(c->rx_qp);
+	}
+	if (c->qp)
+		iw_qp_destroy(c->qp);
+	rdm_iw_reap(xe);
+	free(c);
+}
+
+/* RFC 7306 on a connection when both sides offer it. */
+static void rdm_iw_atomics_on(struct iwarp_rdm_xconn *c, struct iw_qp *qp)
+{
+	bool on = iwarp_params.rfc7306 && c->rfc7306;
+
+	c->rfc7306 = on;
+	if (on && !iw_qp_set_atomics(qp, true))
+		FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
+			"RDM connection %s carries RFC 7306 atomics\n",
+			iw_qp_label(qp));
+}
+
+static struct iw_qp *rdm_iw_qp_new(struct iwarp_rdm_xconn *c)
+{
+	/* The peer of an RDM connection is always this provider (its
+	 * private data says so), which takes FPDUs of any legal length: no
+	 * need to cut them to the TCP segment size (1442 octets on
+	 * Ethernet) as a hardware RNIC would need. */
+	struct iw_qp_attr attr = {
+		.sq_size = 1024,
+		.mulpdu = IWARP_RDM_MULPDU,
+		.peek_len = IWARP_RDM_HDR_LEN,
+		.ops = &rdm_iw_qp_ops,
+		.arg = c,
+	};
+	struct iw_qp *qp;
+
+	return iw_qp_create(c->xe->dom->pd, &attr, &qp) ? NULL : qp;
+}
+
+static void rdm_iw_pdata(struct iwarp_rdm_xep *xe, uint8_t *buf,
+			 uint8_t flags)
+{
+	struct iwarp_rdm_pdata d = {
+		.version = IWARP_RDM_VERSION | flags |
+			   (iwarp_params.rfc7306 ? IWARP_RDM_RFC7306 : 0),
+		.addr = xe->name,
+		.instance = xe->instance,
+	};
+
+	iwarp_rdm_pd_put(buf, &d);
+}
+
+static void rdm_iw_conn_param(struct iw_conn_param *p, const uint8_t *pd)
+{
+	memset(p, 0, sizeof(*p));
+	p->ird = IWARP_RDMA_DEPTH;
+	p->ord = IWARP_RDMA_DEPTH;
+	p->crc = iwarp_params.crc;
+	p->pdata = pd;
+	p->pdata_len = IWARP_RDM_PD_LEN;
+}
+
+/* Starts (or restarts) the connection to a peer that has work queued. */
+static void rdm_iw_connect(struct iwarp_rdm_xconn *c)
+{
+	uint8_t pd[IWARP_RDM_PD_LEN];
+	union iwarp_sockaddr src;
+	struct iw_conn_param p;
+
+	if (c->qp || c->up)
+		return;
+	c->qp = rdm_iw_qp_new(c);
+	if (!c->qp)
+		return;
+	rdm_iw_pdata(c->xe, pd, 0);
+	rdm_iw_conn_param(&p, pd);
+	/* from the address our connection data claims, so the peer can
+	 * check the claim against the TCP source (rdm_iw_claim_ok) */
+	src = c->xe->name;
+	if (src.sa.sa_family == AF_INET6)
+		src.sin6.sin6_port = 0;
+	else
+		src.sin.sin_port = 0;
+	p.src = &src.sa;
+	p.src_len = iwarp_sa_len(&src.sa);
+	c->tries++;
+	c->initiated = true;
+	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
+		"RDM peer %s: connecting %s (try %d)\n", c->name,
+		iw_qp_label(c->qp), c->tries);
+	if (iw_qp_connect(c->qp, &c->addr.sa, iwarp_sa_len(&c->addr.sa),
+			  &p)) {
+		rdm_iw_bury(c->xe, c->qp);
+		c->qp = NULL;
+		c->retry_at = iw_now_ms() + 100;
+	}
+}
+
+/* ---- posting */
+
+static int rdm_iw_post(struct iwarp_rdm_xconn *c, struct iw_send_wr *wr)
+{
+	if (!c->qp)
+		return -ENOTCONN;	/* lost while posting */
+	return iw_qp_post_send(c->qp, wr);
+}
+
+/* Appends iov to wr's gather list sge, leaving out empty entries if
+ * asked. */
+static void rdm_iw_sgl(struct iw_send_wr *wr, struct iw_sge *sge,
+		       const struct iovec *iov, size_t count, bool skip_empty)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++) {
+		if (skip_empty && !iov[i].iov_len)
+			continue;
+		sge[wr->num_sge].addr = iov[i].iov_base;
+		sge[wr->num_sge++].len = (uint32_t)iov[i].iov_len;
+	}
+}
+
+static int rdm_iw_post_msg(struct iwarp_rdm_xconn *c, void *ctx,
+			   const uint8_t *hdr, size_t hdr_len,
+			   const struct iovec *iov, size_t count)
+{
+	struct iw_sge sge[IW_MAX_SGE];
+	struct iw_send_wr wr = {
+		.ctx = ctx,
+		.op = IW_WR_SEND,
+		.flags = IW_WR_SIGNALED,
+		.sgl = sge,
+		.num_sge = 1,
+	};
+
+	sge[0].addr = (void *)hdr;
+	sge[0].len = (uint32_t)hdr_len;
+	rdm_iw_sgl(&wr, sge, iov, count, false);
+	return rdm_iw_post(c, &wr);
+}
+
+static int rdm_iw_post_rdma(struct iwarp_rdm_xconn *c, void *ctx,
+			    enum iwarp_rdm_xop op, const struct iovec *iov,
+			    size_t count, uint32_t rkey, uint64_t raddr,
+			    unsigned int flags)
+{
+	struct iw_sge sge[IW_MAX_SGE];
+	struct iw_send_wr wr = {
+		.ctx = ctx,
+		.op = op == IWARP_RDM_X_WRITE ? IW_WR_WRITE : IW_WR_READ,
+		.flags = IW_WR_SIGNALED,
+		.sgl = sge,
+		.rstag = rkey,
+		.rto = raddr,
+	};
+
+	rdm_iw_sgl(&wr, sge, iov, count, true);
+	if (flags & IWARP_RDM_X_FENCE)
+		wr.flags |= IW_WR_FENCE;
+	return rdm_iw_post(c, &wr);
+}
+
+static int rdm_iw_post_atomic(struct iwarp_rdm_xconn *c, void *ctx,
+			      const struct iwarp_rdm_xatomic *a)
+{
+	struct iw_sge sge = { a->old, sizeof(*a->old) };
+	struct iw_send_wr wr = {
+		.ctx = ctx,
+		.op = a->cswap ? IW_WR_ATOMIC_CSWAP : IW_WR_ATOMIC_FADD,
+		.flags = IW_WR_SIGNALED,
+		.sgl = &sge,
+		.num_sge = 1,
+		.rstag = a->rkey,
+		.rto = a->raddr,
+		.add_swap = a->add_swap,
+		.add_swap_mask = a->add_swap_mask,
+		.compare = a->compare,
+		.compare_mask = a->compare_mask,
+	};
+
+	return rdm_iw_post(c, &wr);
+}
+
+static bool rdm_iw_atomics(const struct iwarp_rdm_xconn *c)
+{
+	return c->rfc7306;
+}
+
+/* ---- engine callbacks */
+
+static int rdm_iw_place(void *arg, struct iw_qp *qp, const struct iw_place *p,
+			struct iw_sge *dst, void **ctx)
+{
+	struct iwarp_rdm_xconn *c = arg;
+
+	return c->xe->up->place(c->peer, p->peek, p->peek_len, dst, ctx);
+}
+
+static void rdm_iw_complete(void *arg, struct iw_qp *qp,
+			    const struct iw_wc *wc)
+{
+	struct iwarp_rdm_xconn *c = arg;
+	const struct iwarp_rdm_upcalls *up = c->xe->up;
+	int err = 0, prov_errno = 0;
+
+	if (wc->op == IW_WC_RECV) {
+		if (wc->ctx)
+			up->recv(c->peer, wc->ctx, wc->byte_len,
+				 wc->status == IW_WC_SUCCESS);
+		return;
+	}
+	if (wc->status != IW_WC_SUCCESS) {
+		err = iwarp_errno_from_status(wc->status);
+		if (wc->err.why)
+			prov_errno = IWARP_PROV_ERRNO(wc->err.layer,
+						      wc->err.etype,
+						      wc->err.ecode);
+	}
+	up->done(c->peer, wc->ctx, err, prov_errno);
+}
+
+/* Connecting failed: retry later, or give up after a few tries. */
+static void rdm_iw_retry(struct iwarp_rdm_xconn *c)
+{
+	if (c->tries >= IWARP_RDM_CONNECT_TRIES) {
+		FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
+			"RDM peer %s unreachable after %d attempts\n",
+			c->name, c->tries);
+		c->xe->up->unreachable(c->peer, FI_EHOSTUNREACH);
+		c->tries = 0;
+		return;
+	}
+	c->retry_at = iw_now_ms() + (50u << c->tries);
+}
+
+static void rdm_iw_lost(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
+			const struct iw_cm_event *ev)
+{
+	bool was_up = c->up;
+
+	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
+		"RDM peer %s: connection %s lost (event %d, status %d, "
+		"ours %s, up %d)\n", c->name, iw_qp_label(qp), ev->type,
+		ev->status, rdm_iw_label(c->qp), c->up);
+	if (qp == c->rx_qp) {
+		rdm_iw_bury(c->xe, qp);
+		c->rx_qp = NULL;
+		return;
+	}
+	if (qp != c->qp)
+		return;	/* a collision loser: already replaced */
+	c->qp = NULL;
+	c->up = false;
+	rdm_iw_bury(c->xe, qp);
+	if (was_up) {
+		c->tries = 0;
+		c->xe->up->lost(c->peer, FI_EIO);
+		return;
+	}
+	if (ev->type == IW_CM_REJECTED && ev->pdata_len >= IWARP_RDM_PD_LEN &&
+	    (ev->pdata[4] & IWARP_RDM_COLLISION))
+		return;	/* the peer's own connection is on its way */
+	rdm_iw_retry(c);
+}
+
+static void rdm_iw_established(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
+			       const struct iw_cm_event *ev)
+{
+	iwarp_log_established("RDM", ev);
+	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
+		"RDM peer %s: connection %s up (ours %s)\n", c->name,
+		iw_qp_label(qp), rdm_iw_label(c->qp));
+	if (qp != c->qp)
+		return;	/* self: the receiving half */
+	if (c->initiated) {	/* the Reply says it */
+		struct iwarp_rdm_pdata them;
+
+		c->rfc7306 = !iwarp_rdm_pd_get(ev->pdata, ev->pdata_len,
+					       &them) &&
+			     (them.version & IWARP_RDM_RFC7306);
+		rdm_iw_atomics_on(c, qp);
+	}
+	c->up = true;
+	c->tries = 0;
+	c->xe->up->connected(c->peer);
+}
+
+static void rdm_iw_cm_event(void *arg, struct iw_qp *qp,
+			    const struct iw_cm_event *ev)
+{
+	struct iwarp_rdm_xconn *c = arg;
+
+	switch (ev->type) {
+	case IW_CM_ESTABLISHED:
+		rdm_iw_established(c, qp, ev);
+		break;
+	case IW_CM_REJECTED:
+	case IW_CM_UNREACHABLE:
+	case IW_CM_ERROR:
+	case IW_CM_DISCONNECTED:
+		rdm_iw_lost(c, qp, ev);
+		break;
+	default:
+		break;
+	}
+}
+
+static const struct iw_qp_ops rdm_iw_qp_ops = {
+	.cm_event = rdm_iw_cm_event,
+	.complete = rdm_iw_complete,
+	.place = rdm_iw_place,
+};
+
+/* ---- the listener */
+
+static int rdm_iw_accept_into(struct iwarp_rdm_xconn *c,
+			      struct iw_conn_req *req, bool self)
+{
+	struct iwarp_rdm_xep *xe = c->xe;
+	uint8_t pd[IWARP_RDM_PD_LEN];
+	struct iw_conn_param p;
+	struct iw_qp *qp = rdm_iw_qp_new(c);
+
+	if (!qp) {
+		iw_reject(req, NULL, 0);
+		return -FI_ENOMEM;
+	}
+	rdm_iw_pdata(xe, pd, 0);
+	rdm_iw_conn_param(&p, pd);
+	if (iw_accept(req, qp, &p)) {
+		iw_qp_destroy(qp);
+		return -FI_ECONNABORTED;
+	}
+	rdm_iw_atomics_on(c, qp);
+	if (self) {
+		c->rx_qp = qp;
+		xe->up->poll_add(xe->ep, &c->rx_poll);
+		return 0;
+	}
+	if (c->qp)
+		rdm_iw_bury(xe, c->qp);	/* loser or stale */
+	c->qp = qp;
+	c->initiated = false;
+	c->up = false;
+	return 0;
+}
+
+static void rdm_iw_reject(struct iwarp_rdm_xep *xe, struct iw_conn_req *req,
+			  uint8_t flags)
+{
+	uint8_t pd[IWARP_RDM_PD_LEN];
+
+	rdm_iw_pdata(xe, pd, flags);
+	iw_reject(req, pd, sizeof(pd));
+}
+
+/* Whether a and b hold the same IP (IPv4 also as ::ffff:a.b.c.d). */
+static bool rdm_iw_same_ip(const union iwarp_sockaddr *a,
+			   const union iwarp_sockaddr *b)
+{
+	const struct in6_addr *v6;
+	const struct in_addr *v4;
+
+	if (a->sa.sa_family == b->sa.sa_family)
+		return a->sa.sa_family == AF_INET6 ?
+			       !memcmp(&a->sin6.sin6_addr, &b->sin6.sin6_addr,
+				       sizeof(struct in6_addr)) :
+			       a->sin.sin_addr.s_addr == b->sin.sin_addr.s_addr;
+	v6 = a->sa.sa_family == AF_INET6 ? &a->sin6.sin6_addr :
+					   &b->sin6.sin6_addr;
+	v4 = a->sa.sa_family == AF_INET ? &a->sin.sin_addr : &b->sin.sin_addr;
+	return IN6_IS_ADDR_V4MAPPED(v6) && !memcmp(&v6->s6_addr[12], v4, 4);
+}
+
+/*
+ * A request speaks for the listening address its connection data claims
+ * only when it comes from that address's IP: a process elsewhere cannot
+ * pose as a peer (and take over its connection) by naming it.
+ */
+static bool rdm_iw_claim_ok(struct iw_conn_req *req,
+			    const union iwarp_sockaddr *claim)
+{
+	union iwarp_sockaddr from;
+	socklen_t len = sizeof(from);
+	char c[64], f[64];
+
+	memset(&from, 0, sizeof(from));
+	if (!iw_conn_req_getpeer(req, &from.sa, &len) &&
+	    rdm_iw_same_ip(claim, &from))
+		return true;
+	iwarp_rdm_addr_str(claim, c, sizeof(c));
+	iwarp_rdm_addr_str(&from, f, sizeof(f));
+	FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL, "RDM connection request from %s "
+		"claims to be %s: refused (the claimed IP must be the TCP "
+		"peer's)\n", f, c);
+	return false;
+}
+
+/* A request from ourselves: its accepted half receives what we send. */
+static void rdm_iw_self_request(struct iwarp_rdm_xconn *c,
+				struct iw_conn_req *req,
+				const struct iwarp_rdm_pdata *them)
+{
+	c->rfc7306 = them->version & IWARP_RDM_RFC7306;
+	if (!c->rx_qp)
+		rdm_iw_accept_into(c, req, true);
+	else
+		rdm_iw_reject(c->xe, req, IWARP_RDM_COLLISION);
+}
+
+/* A request from another endpoint; cmp orders it against us. */
+static void rdm_iw_peer_request(struct iwarp_rdm_xconn *c,
+				struct iw_conn_req *req,
+				const struct iwarp_rdm_pdata *them, int cmp)
+{
+	bool refuse;
+
+	/* a restarted peer replaces its old connection */
+	if (c->instance && c->instance != them->instance && c->qp) {
+		rdm_iw_bury(c->xe, c->qp);
+		c->qp = NULL;
+		c->up = false;
+		c->xe->up->lost(c->peer, FI_EIO);
+	}
+	c->instance = them->instance;
+	c->rfc7306 = them->version & IWARP_RDM_RFC7306;
+	/* the connection initiated by the smaller side wins a collision */
+	refuse = c->qp && (c->up || cmp > 0);
+	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
+		"RDM peer %s: request; ours %s up %d cmp %d -> %s\n",
+		c->name, rdm_iw_label(c->qp), c->up, cmp,
+		refuse ? "reject" : "accept");
+	if (refuse)
+		rdm_iw_reject(c->xe, req, IWARP_RDM_COLLISION);
+	else
+		rdm_iw_accept_into(c, req, false);
+}
+
+static void rdm_iw_conn_request(void *arg, struct iw_conn_req *req,
+				const struct iw_cm_event *ev)
+{
+	struct iwarp_rdm_xep *xe = arg;
+	struct iwarp_rdm_pdata them, us = {
+		.version = IWARP_RDM_VERSION,
+		.addr = xe->name,
+		.instance = xe->instance,
+	};
+	struct iwarp_rdm_xconn *c;
+	int cmp;
+
+	if (iwarp_rdm_pd_get(ev->pdata, ev->pdata_len, &them) ||
+	    !rdm_iw_claim_ok(req, &them.addr)) {
+		iw_reject(req, NULL, 0);
+		return;
+	}
+	c = xe->up->peer(xe->ep, &them.addr);
+	if (!c) {
+		iw_reject(req, NULL, 0);
+		return;
+	}
+	cmp = iwarp_rdm_pd_cmp(&them, &us);
+	if (!cmp)
+		rdm_iw_self_request(c, req, &them);
+	else
+		rdm_iw_peer_request(c, req, &them, cmp);
+}
+
+static const struct iw_listener_ops rdm_iw_listener_ops = {
+	.conn_request = rdm_iw_conn_request,
+};
+
+static void rdm_iw_l_progress(struct iwarp_pollable *p)
+{
+	struct iwarp_rdm_xep *xe =
+		iwarp_container_of(p, struct iwarp_rdm_xep, lpoll);
+
+	iw_listener_progress(xe->l);
+	rdm_iw_reap(xe);
+}
+
+static void rdm_iw_l_poll_info(struct iwarp_pollable *p, int *fd,
+			       short *events, uint64_t *deadline)
+{
+	struct iwarp_rdm_xep *xe =
+		iwarp_container_of(p, struct iwarp_rdm_xep, lpoll);
+
+	*fd = iw_listener_fd(xe->l);
+	*events = iw_listener_accepting(xe->l) ? POLLIN : 0;
+	/* requests still being read sit on sockets we do not poll */
+	*deadline = iw_listener_busy(xe->l) ? 1 : iw_listener_deadline(xe->l);
+}
+
+/* Bound to a wildcard: peers reach us on the domain's address. */
+static void rdm_iw_set_port(struct iwarp_rdm_xep *xe,
+			    union iwarp_sockaddr *name)
+{
+	union iwarp_sockaddr a;
+	socklen_t len = sizeof(a);
+	uint16_t port;
+
+	iw_listener_getname(xe->l, &a.sa, &len);
+	port = a.sa.sa_family == AF_INET6 ? a.sin6.sin6_port : a.sin.sin_port;
+	if (name->sa.sa_family == AF_INET6)
+		name->sin6.sin6_port = port;
+	else
+		name->sin.sin_port = port;
+}
+
+/* Listens on the endpoint's address; its name is the address peers use. */
+static int rdm_iw_listen(struct iwarp_rdm_ep *ep, struct iwarp_domain *dom,
+			 union iwarp_sockaddr *name, uint64_t instance,
+			 const struct iwarp_rdm_upcalls *up,
+			 struct iwarp_rdm_xep **xep)
+{
+	struct iwarp_rdm_xep *xe = calloc(1, sizeof(*xe));
+	int ret;
+
+	if (!xe)
+		return -FI_ENOMEM;
+	xe->ep = ep;
+	xe->up = up;
+	xe->dom = dom;
+	xe->instance = instance;
+	ret = iw_listen(dom->dev, &name->sa, iwarp_sa_len(&name->sa), 1024,
+			NULL, &rdm_iw_listener_ops, xe, &xe->l);
+	if (ret) {
+		free(xe);
+		return ret;
+	}
+	rdm_iw_set_port(xe, name);
+	xe->name = *name;
+	iwarp_list_init(&xe->lpoll.link);
+	xe->lpoll.progress = rdm_iw_l_progress;
+	xe->lpoll.poll_info = rdm_iw_l_poll_info;
+	xe->lpoll.rare = true;
+	up->poll_add(ep, &xe->lpoll);
+	*xep = xe;
+	return 0;
+}
+
+static void rdm_iw_shutdown(struct iwarp_rdm_xep *xe)
+{
+	xe->up->poll_del(xe->ep, &xe->lpoll);
+	iw_listener_close(xe->l);
+	rdm_iw_reap(xe);
+	free(xe->dead);
+	free(xe);
+}
+
+const struct iwarp_rdm_xport iwarp_rdm_iw_xport = {
+	.name = "iwarp",
+	.listen = rdm_iw_listen,
+	.shutdown = rdm_iw_shutdown,
+	.peer_open = rdm_iw_peer_open,
+	.peer_close = rdm_iw_peer_close,
+	.connect = rdm_iw_connect,
+	.post_msg = rdm_iw_post_msg,
+	.post_rdma = rdm_iw_post_rdma,
+	.post_atomic = rdm_iw_post_atomic,
+	.atomics = rdm_iw_atomics,
+};

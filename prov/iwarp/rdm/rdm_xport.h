@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The peer transport under the RDM protocol: what carries RDM messages
+ * and RDMA to one peer. The protocol (matching, credits, eager and
+ * rendezvous, RMA and atomics) calls the ops; the transport calls back
+ * through the upcalls it was given at listen. Today's transport is an
+ * iWARP engine connection per peer (rdm_iw.c); a same-host transport
+ * (shared-memory rings, process_vm_readv/writev) and an authentication
+ * step of the connect fit under the same two structs.
+ *
+ * Everything runs under the fabric lock. A transport never frees a
+ * context it was given: each comes back exactly once through recv (a
+ * message it placed) or done (an operation it accepted), also when the
+ * connection fails (with an error).
+ */
+#ifndef IWARP_RDM_XPORT_H
+#define IWARP_RDM_XPORT_H
+
+#include "../iwarp.h"
+#include "iwarp/engine.h"
+
+struct iwarp_rdm_ep;
+struct iwarp_rdm_peer;
+struct iwarp_rdm_xep;		/* a transport's state for an endpoint */
+struct iwarp_rdm_xconn;		/* ... and for one peer */
+
+enum iwarp_rdm_xop {
+	IWARP_RDM_X_WRITE,
+	IWARP_RDM_X_READ,
+};
+
+/* iwarp_rdm_xport.post_rdma flags */
+#define IWARP_RDM_X_FENCE 1	/* after every earlier Read completed */
+
+/* An RFC 7306 Atomic Request: FetchAdd or masked CmpSwap of 64 bits. */
+struct iwarp_rdm_xatomic {
+	bool cswap;
+	uint64_t add_swap, add_swap_mask, compare, compare_mask;
+	uint32_t rkey;
+	uint64_t raddr;
+	uint64_t *old;			/* the value before, host order */
+};
+
+/* What the transport tells the protocol. */
+struct iwarp_rdm_upcalls {
+	/* The transport state of the protocol's peer for a listening
+	 * address (made if new), for a connection that peer opened; NULL
+	 * refuses it. */
+	struct iwarp_rdm_xconn *(*peer)(struct iwarp_rdm_ep *ep,
+					const union iwarp_sockaddr *addr);
+	/* Whether work waits for the connection (worth connecting for). */
+	bool (*queued)(struct iwarp_rdm_peer *peer);
+	/* A message's first hdr_len octets arrived: fill dst (at most
+	 * IW_MAX_SGE) with where the rest goes, set *ctx; the entry count,
+	 * or negative to refuse the message (the connection ends). */
+	int (*place)(struct iwarp_rdm_peer *peer, const uint8_t *hdr,
+		     size_t hdr_len, struct iw_sge *dst, void **ctx);
+	/* The message placed with ctx ended: len octets in all, or !ok. */
+	void (*recv)(struct iwarp_rdm_peer *peer, void *ctx, uint64_t len,
+		     bool ok);
+	/* A posted operation completed: err 0 or a positive FI errno,
+	 * prov_errno the transport's detail (0 when none). */
+	void (*done)(struct iwarp_rdm_peer *peer, void *ctx, int err,
+		     int prov_errno);
+	/* The peer's connection is up: queued work may go. */
+	void (*connected)(struct iwarp_rdm_peer *peer);
+	/* The connection that was up is gone (or the peer restarted): what
+	 * is queued or waiting for an answer fails with err, and the next
+	 * connection starts with full credit windows. */
+	void (*lost)(struct iwarp_rdm_peer *peer, int err);
+	/* Connecting failed for good: what is queued fails with err. */
+	void (*unreachable)(struct iwarp_rdm_peer *peer, int err);
+	/* Where the transport's pollables go: the progress engine and the
+	 * waits of the endpoint's CQs. */
+	void (*poll_add)(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p);
+	void (*poll_del)(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p);
+};
+
+/* What the transport offers the protocol. */
+struct iwarp_rdm_xport {
+	const char *name;
+	/* Listens on *name (its port filled in on return) for the endpoint;
+	 * 0 or a negative errno. */
+	int (*listen)(struct iwarp_rdm_ep *ep, struct iwarp_domain *dom,
+		      union iwarp_sockaddr *name, uint64_t instance,
+		      const struct iwarp_rdm_upcalls *up,
+		      struct iwarp_rdm_xep **xe);
+	/* Stops listening and frees xe (after every peer's close). */
+	void (*shutdown)(struct iwarp_rdm_xep *xe);
+	/* A peer's transport state, made with the protocol's peer. */
+	struct iwarp_rdm_xconn *(*peer_open)(struct iwarp_rdm_xep *xe,
+					     struct iwarp_rdm_peer *peer,
+					     const union iwarp_sockaddr *addr);
+	/* Ends it: connections go without further upcalls. */
+	void (*peer_close)(struct iwarp_rdm_xconn *xc);
+	/* Starts connecting unless connected or on the way; retried while
+	 * upcalls->queued says so, until unreachable. */
+	void (*connect)(struct iwarp_rdm_xconn *xc);
+	/*
+	 * Posts, in order behind what is already posted to the peer: 0, or
+	 * a negative errno when nothing was posted. The connection may fail
+	 * inside the call (upcalls included) and still return 0.
+	 */
+	int (*post_msg)(struct iwarp_rdm_xconn *xc, void *ctx,
+			const uint8_t *hdr, size_t hdr_len,
+			const struct iovec *iov, size_t count);
+	/* iov of count 0 with IWARP_RDM_X_READ: the zero-length Read that
+	 * fences what went before (delivery completion). */
+	int (*post_rdma)(struct iwarp_rdm_xconn *xc, void *ctx,
+			 enum iwarp_rdm_xop op, const struct iovec *iov,
+			 size_t count, uint32_t rkey, uint64_t raddr,
+			 unsigned int flags);
+	/* An RFC 7306 Atomic Request (see atomics). */
+	int (*post_atomic)(struct iwarp_rdm_xconn *xc, void *ctx,
+			   const struct iwarp_rdm_xatomic *a);
+	/* Whether post_atomic works with this peer now. */
+	bool (*atomics)(const struct iwarp_rdm_xconn *xc);
+};
+
+extern const struct iwarp_rdm_xport iwarp_rdm_iw_xport;
+
+#endif /* IWARP_RDM_XPORT_H */
