@@ -267,8 +267,9 @@ int main(void)
 	       " addr=0x%" PRIx64 " add=0x%" PRIx64 " fadd_orig=0x%" PRIx64
 	       " compare=0x%" PRIx64 " swap=0x%" PRIx64
 	       " cswap_orig=0x%" PRIx64 " add32=0x%x add32_orig=0x%x\n",
-	       ntohs(a.addr.sin_port), ntohs(b.addr.sin_port), TAG, SMALL,
-	       BIG, CQDATA, key, base, ADD, (uint64_t)INIT, cmp, SWAP, got32r,
+	       ntohs(a.addr.sin_port), ntohs(b.addr.sin_port), (uint64_t)TAG,
+	       SMALL, BIG, (uint64_t)CQDATA, key, base, (uint64_t)ADD,
+	       (uint64_t)INIT, cmp, (uint64_t)SWAP, got32r,
 	       ADD32, got32);
 	fflush(stdout);
 
