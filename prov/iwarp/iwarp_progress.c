@@ -64,36 +64,58 @@ void iwarp_pollable_del(struct iwarp_pollable *p)
  * endpoint busy-polling one peer neither asks poll_info nor reads the
  * clock.
  */
-static bool iwarp_progress_select(struct iwarp_fabric *fab,
-				  struct iwarp_pollable **single)
+/* The one pollable this turn asks, or NULL when there are several. */
+static struct iwarp_pollable *iwarp_progress_single(struct iwarp_fabric *fab,
+						    bool rare_turn)
 {
-	bool rare_turn = !(++fab->rare_tick % IWARP_RARE_EVERY);
 	struct iwarp_pollable *p, *only = NULL;
 	struct iwarp_list *e;
-	size_t n = 0, i;
-	uint64_t now;
 
 	for (e = fab->pollables.next; e != &fab->pollables; e = e->next) {
 		p = iwarp_container_of(e, struct iwarp_pollable, link);
 		p->run = false;
 		if (p->rare && !rare_turn)
 			continue;	/* not even asked: saves a busy loop */
-		if (only) {
-			only = NULL;
-			break;
-		}
+		if (only)
+			return NULL;
 		only = p;
 	}
-	if (only && e == &fab->pollables) {
-		*single = only;
-		return true;
-	}
-	now = iw_now_ms();
-	for (e = fab->pollables.next; e != &fab->pollables; e = e->next) {
-		uint64_t deadline;
-		short events;
-		int fd;
+	return only;
+}
 
+/* Room for one more pollfd; false when out of memory. */
+static bool iwarp_progress_room(struct iwarp_fabric *fab, size_t n)
+{
+	size_t cap = fab->pcap ? fab->pcap * 2 : 16;
+	struct iwarp_pollable **q;
+	struct pollfd *f;
+
+	if (n < fab->pcap)
+		return true;
+	f = realloc(fab->pfds, cap * sizeof(*f));
+	if (!f)
+		return false;
+	fab->pfds = f;
+	q = realloc(fab->pptr, cap * sizeof(*q));
+	if (!q)
+		return false;
+	fab->pptr = q;
+	fab->pcap = cap;
+	return true;
+}
+
+/* Marks what is due by its deadline and gathers the descriptors to poll;
+ * their count, or -1 when out of memory. */
+static ssize_t iwarp_progress_gather(struct iwarp_fabric *fab, bool rare_turn)
+{
+	uint64_t now = iw_now_ms(), deadline;
+	struct iwarp_pollable *p;
+	struct iwarp_list *e;
+	size_t n = 0;
+	short events;
+	int fd;
+
+	for (e = fab->pollables.next; e != &fab->pollables; e = e->next) {
 		p = iwarp_container_of(e, struct iwarp_pollable, link);
 		if (p->rare && !rare_turn) {
 			p->run = false;
@@ -103,29 +125,31 @@ static bool iwarp_progress_select(struct iwarp_fabric *fab,
 		p->run = fd < 0 || (deadline && deadline <= now);
 		if (fd < 0 || !events)
 			continue;
-		if (n == fab->pcap) {
-			size_t cap = fab->pcap ? fab->pcap * 2 : 16;
-			struct pollfd *f = realloc(fab->pfds,
-						   cap * sizeof(*f));
-			struct iwarp_pollable **q;
-
-			if (!f)
-				return false;
-			fab->pfds = f;
-			q = realloc(fab->pptr, cap * sizeof(*q));
-			if (!q)
-				return false;
-			fab->pptr = q;
-			fab->pcap = cap;
-		}
+		if (!iwarp_progress_room(fab, n))
+			return -1;
 		fab->pfds[n] = (struct pollfd){ .fd = fd, .events = events };
 		fab->pptr[n++] = p;
 	}
+	return (ssize_t)n;
+}
+
+static bool iwarp_progress_select(struct iwarp_fabric *fab,
+				  struct iwarp_pollable **single)
+{
+	bool rare_turn = !(++fab->rare_tick % IWARP_RARE_EVERY);
+	ssize_t n, i;
+
+	*single = iwarp_progress_single(fab, rare_turn);
+	if (*single)
+		return true;
+	n = iwarp_progress_gather(fab, rare_turn);
+	if (n < 0)
+		return false;
 	if (n == 1) {
 		fab->pptr[0]->run = true;
 		return true;
 	}
-	if (n && poll(fab->pfds, n, 0) < 0)
+	if (n && poll(fab->pfds, (nfds_t)n, 0) < 0)
 		return false;
 	for (i = 0; i < n; i++)
 		if (fab->pfds[i].revents)
@@ -567,14 +591,39 @@ static int iwarp_slice_ms(const struct iwarp_pollset *ps, bool has_efd,
 	return (int)ms;
 }
 
+/* One sleep of iwarp_wait_block: 1 to go on, else its result (-FI_EINTR
+ * when a signal cut the poll short). */
+static int iwarp_wait_sleep(struct iwarp_fabric *fab, struct iwarp_wait *w,
+			    struct iwarp_pollset *ps, uint64_t now,
+			    uint64_t end, bool *kicked)
+{
+	bool has_efd = w && w->efd >= 0;
+	int ret, err;
+
+	ret = iwarp_pollset_fill(ps, fab, w);
+	if (ret)
+		return ret;
+	/* writers signal under the lock: nothing is lost by this */
+	if (has_efd)
+		iwarp_wait_drain(w);
+	iwarp_unlock(fab);
+	ret = poll(ps->fds, ps->n, iwarp_slice_ms(ps, has_efd, now, end));
+	err = errno;
+	iwarp_lock(fab);
+	if (ret < 0)
+		return err == EINTR ? -FI_EINTR : -err;
+	*kicked = has_efd && (ps->fds[0].revents & POLLIN);
+	return 1;
+}
+
 int iwarp_wait_block(struct iwarp_fabric *fab, struct iwarp_wait *w,
 		     bool (*ready)(void *arg), void *arg, int timeout_ms,
 		     bool signal_breaks)
 {
 	struct iwarp_pollset ps = { .cap = IWARP_WAIT_STACK_FDS };
 	uint64_t now, end = 0;
-	bool has_efd = w && w->efd >= 0, kicked = false;
-	int ret, err;
+	bool kicked = false;
+	int ret;
 
 	ps.fds = ps.stack;
 	if (timeout_ms >= 0)
@@ -594,27 +643,13 @@ int iwarp_wait_block(struct iwarp_fabric *fab, struct iwarp_wait *w,
 			ret = -FI_EAGAIN;
 			break;
 		}
-		ret = iwarp_pollset_fill(&ps, fab, w);
-		if (ret)
-			break;
-		/* writers signal under the lock: nothing is lost by this */
-		if (has_efd)
-			iwarp_wait_drain(w);
-		iwarp_unlock(fab);
-		ret = poll(ps.fds, ps.n,
-			   iwarp_slice_ms(&ps, has_efd, now, end));
-		err = errno;
-		iwarp_lock(fab);
-		if (ret < 0 && err != EINTR) {
-			ret = -err;
-			break;
-		}
-		if (ret < 0) {
+		ret = iwarp_wait_sleep(fab, w, &ps, now, end, &kicked);
+		if (ret == -FI_EINTR) {
 			iwarp_progress(fab);
 			ret = ready(arg) ? 0 : -FI_EINTR;
-			break;
 		}
-		kicked = has_efd && (ps.fds[0].revents & POLLIN);
+		if (ret != 1)
+			break;
 	}
 	if (ps.fds != ps.stack)
 		free(ps.fds);
