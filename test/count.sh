@@ -56,14 +56,14 @@ tap() { # name want seconds command...
 }
 
 # The same counting for a suite make check already ran through
-# test/unit-env: its TAP log, stderr and exit status.
+# test/unit-env: its TAP (stdout), stderr and exit status.
 tap_ran() { # name want prog
 	local name=$1 want=$2 prog=$3 rc
-	if [ ! -f "$prog.log" ] || [ ! -f "$prog.rc" ]; then
-		ko "$name" "make check left no log or exit status for $prog"
+	if [ ! -f "$prog.out" ] || [ ! -f "$prog.rc" ]; then
+		ko "$name" "make check left no output or exit status for $prog"
 		return
 	fi
-	cp "$prog.log" "$out/$name.tap"
+	cp "$prog.out" "$out/$name.tap"
 	cp "$prog.err" "$out/$name.err" 2>/dev/null || : >"$out/$name.err"
 	rc=$(cat "$prog.rc")
 	tap_count "$name" "$want" "${IW_TEST_SECONDS:-600}" "$rc"
