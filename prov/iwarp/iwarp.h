@@ -64,6 +64,9 @@ struct iwarp_params {
 	int mpa_rev;		/* 1 or 2: the revision we ask for */
 	unsigned int rtr;	/* IW_RTR_* offered/accepted; 0: all */
 	int rtr_delay_ms;	/* first FPDU this long after the Reply */
+	/* every listener (0: the engine's default) */
+	size_t listen_pending;	/* connections held before a decision */
+	int mpa_timeout_ms;	/* time to send the whole MPA Request */
 };
 
 #define IWARP_RDM_UNEXP_MAX_DEFAULT ((size_t)256 << 20)
