@@ -122,7 +122,7 @@ static void iw_log_frame(struct iw_dev *dev, const char *who,
 }
 
 /* The key of a frame that failed, printable, against the one due. */
-static void iw_log_bad_key(struct iw_dev *dev, const char *who,
+static void iw_log_bad_key(struct iw_dev *dev, int level, const char *who,
 			   const uint8_t *f, size_t len, enum mpa_kind kind)
 {
 	const char *key = kind == MPA_REQUEST ? MPA_KEY_REQ : MPA_KEY_REP;
@@ -136,7 +136,7 @@ static void iw_log_bad_key(struct iw_dev *dev, const char *who,
 	for (i = 0; i < len; i++)
 		got[i] = f[i] >= 0x20 && f[i] < 0x7f ? (char)f[i] : '.';
 	got[i] = 0;
-	iw_log(dev, IW_LOG_WARN, "%s: wrong MPA key: got \"%s\", expected "
+	iw_log(dev, level, "%s: wrong MPA key: got \"%s\", expected "
 	       "\"%s\"", who, got, key);
 }
 
@@ -471,7 +471,8 @@ static int iw_cm_read_reply(struct iw_qp *qp)
 				  err.why ? iw_err_why(&err, why, sizeof(why)) :
 					    "too long");
 		if (ret == -EPROTO)
-			iw_log_bad_key(qp->pd->dev, iw_qp_label(qp), qp->rep,
+			iw_log_bad_key(qp->pd->dev, IW_LOG_WARN,
+				       iw_qp_label(qp), qp->rep,
 				       qp->rep_have, MPA_REPLY);
 		if (ret == -EPROTO && !err.why)
 			iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE,
@@ -547,11 +548,52 @@ int iw_cm_progress(struct iw_qp *qp)
 
 /* ---- passive side */
 
-static int iw_epoll_add(int efd, int fd)
+/* an overflow burst is over (and logged) after this long without one */
+#define IW_BURST_QUIET_MS 1000
+
+/* ptr: the request the socket belongs to, NULL for the listening one */
+static int iw_epoll_add(int efd, int fd, void *ptr)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = ptr };
 
 	return epoll_ctl(efd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static uint32_t iw_dflt_pending, iw_dflt_mpa_ms;
+
+void iw_listen_set_defaults(uint32_t max_pending, uint32_t mpa_timeout_ms)
+{
+	iw_dflt_pending = max_pending;
+	iw_dflt_mpa_ms = mpa_timeout_ms;
+}
+
+/* The listener's bounds: its param's, else the process-wide defaults,
+ * else the built-in ones. A Request never gets longer than a phase. */
+static void iw_listen_bounds(struct iw_listener *l)
+{
+	struct iw_conn_param *p = &l->param;
+
+	if (!p->max_pending)
+		p->max_pending = iw_dflt_pending ? iw_dflt_pending :
+						   IW_DEFAULT_LISTEN_PENDING;
+	if (!p->mpa_timeout_ms)
+		p->mpa_timeout_ms = iw_dflt_mpa_ms ? iw_dflt_mpa_ms :
+						     IW_DEFAULT_MPA_TIMEOUT_MS;
+	if (p->mpa_timeout_ms > p->timeout_ms)
+		p->mpa_timeout_ms = p->timeout_ms;
+	l->st.max_pending = p->max_pending;
+	l->st.mpa_timeout_ms = p->mpa_timeout_ms;
+}
+
+static void iw_listen_name(struct iw_listener *l)
+{
+	struct sockaddr_storage a = { 0 };
+	socklen_t al = sizeof(a);
+
+	if (getsockname(l->fd, (struct sockaddr *)&a, &al))
+		snprintf(l->name, sizeof(l->name), "fd %d", l->fd);
+	else
+		iw_sa_str(&a, l->name, sizeof(l->name));
 }
 
 int iw_listen(struct iw_dev *dev, const struct sockaddr *addr,
@@ -568,6 +610,7 @@ int iw_listen(struct iw_dev *dev, const struct sockaddr *addr,
 	if (param)
 		l->param = *param;
 	iw_cm_defaults(&l->param);
+	iw_listen_bounds(l);
 	l->ops = ops;
 	l->arg = arg;
 	l->fd = socket(addr->sa_family,
@@ -578,10 +621,11 @@ int iw_listen(struct iw_dev *dev, const struct sockaddr *addr,
 	if (bind(l->fd, addr, len) || listen(l->fd, backlog > 0 ? backlog :
 							     128))
 		goto err_close;
+	iw_listen_name(l);
 	/* without it requests being read are only looked at when the
 	 * caller polls again for another reason (iw_listener_busy) */
 	l->efd = epoll_create1(EPOLL_CLOEXEC);
-	if (l->efd >= 0 && iw_epoll_add(l->efd, l->fd)) {
+	if (l->efd >= 0 && iw_epoll_add(l->efd, l->fd, NULL)) {
 		close(l->efd);
 		l->efd = -1;
 	}
@@ -613,6 +657,7 @@ static void iw_req_unlink(struct iw_conn_req *req)
 	for (pp = &req->l->reqs; *pp; pp = &(*pp)->next)
 		if (*pp == req) {
 			*pp = req->next;
+			req->l->st.pending--;
 			break;
 		}
 }
@@ -635,8 +680,30 @@ static void iw_req_drop(struct iw_conn_req *req, const char *why)
 	free(req);
 }
 
+static void iw_burst_end(struct iw_listener *l, uint64_t now, bool force);
+
+/*
+ * Closes with a reset: a connection dropped unfinished (stalled, evicted,
+ * garbage) leaves no TIME_WAIT behind, which a flood of them would pile
+ * up in the kernel by the ten thousand.
+ */
+static void iw_sock_reset_on_close(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
+static void iw_req_abort(struct iw_conn_req *req, const char *why)
+{
+	if (req->fd >= 0)
+		iw_sock_reset_on_close(req->fd);
+	iw_req_drop(req, why);
+}
+
 int iw_listener_close(struct iw_listener *l)
 {
+	iw_burst_end(l, iw_now_ms(), true);
 	while (l->reqs)
 		iw_req_drop(l->reqs, "listener closed");
 	if (l->efd >= 0)
@@ -667,7 +734,15 @@ uint64_t iw_listener_deadline(const struct iw_listener *l)
 			d = r->deadline;
 	if (l->accept_after && (!d || l->accept_after < d))
 		d = l->accept_after;
+	if (l->burst_start && (!d || l->burst_last + IW_BURST_QUIET_MS < d))
+		d = l->burst_last + IW_BURST_QUIET_MS;
 	return d;
+}
+
+void iw_listener_stats(const struct iw_listener *l,
+		       struct iw_listener_stats *st)
+{
+	*st = l->st;
 }
 
 bool iw_listener_accepting(const struct iw_listener *l)
@@ -723,41 +798,139 @@ static bool iw_accept_starved(int err)
 	       err == ENOMEM;
 }
 
+/* The connection did not fit: counted, and logged once per burst. */
+static void iw_burst_note(struct iw_listener *l, bool evicted)
+{
+	uint64_t now = iw_now_ms();
+
+	if (!l->burst_start) {
+		l->burst_start = now;
+		iw_log(l->dev, IW_LOG_WARN, "listener %s: %u connections "
+		       "pending (the cap): %s", l->name, l->param.max_pending,
+		       evicted ? "closing the oldest without a complete MPA "
+				 "Request" :
+				 "refusing new ones until the ULP decides");
+	}
+	l->burst_last = now;
+	if (evicted)
+		l->burst_evicted++;
+	else
+		l->burst_refused++;
+}
+
+/* A burst ends after IW_BURST_QUIET_MS without overflow. */
+static void iw_burst_end(struct iw_listener *l, uint64_t now, bool force)
+{
+	if (!l->burst_start ||
+	    (!force && now < l->burst_last + IW_BURST_QUIET_MS))
+		return;
+	iw_log(l->dev, IW_LOG_WARN, "listener %s: over its cap of %u for "
+	       "%llu ms: closed %llu connections without a complete MPA "
+	       "Request, refused %llu", l->name, l->param.max_pending,
+	       (unsigned long long)(l->burst_last - l->burst_start),
+	       (unsigned long long)l->burst_evicted,
+	       (unsigned long long)l->burst_refused);
+	l->burst_start = l->burst_last = 0;
+	l->burst_evicted = l->burst_refused = 0;
+}
+
+enum { IW_ROOM, IW_ROOM_LATER, IW_ROOM_NONE };
+
+/*
+ * Makes room for one more connection under the cap. The oldest request
+ * still without a complete MPA Request goes: a real peer sends its
+ * Request as soon as it is connected, so the one holding a slot longest
+ * without finishing is the likeliest to stall on purpose, and closing it
+ * (rather than refusing newcomers) keeps a peer that holds many idle or
+ * half-sent sockets from locking real peers out. Requests no read pass
+ * has looked at yet are spared (IW_ROOM_LATER: look first); offered ones
+ * are the ULP's (IW_ROOM_NONE when only those are left).
+ */
+static int iw_listener_room(struct iw_listener *l)
+{
+	struct iw_conn_req *r, *victim = NULL;
+	bool unread = false;
+
+	if (l->st.pending < l->param.max_pending)
+		return IW_ROOM;
+	for (r = l->reqs; r; r = r->next) {	/* newest first */
+		if (r->notified)
+			continue;
+		if (r->pass)
+			victim = r;
+		else
+			unread = true;	/* accepted since the last pass */
+	}
+	if (!victim)
+		return unread ? IW_ROOM_LATER : IW_ROOM_NONE;
+	l->st.evicted++;
+	iw_burst_note(l, true);
+	iw_req_abort(victim, "listener full: no complete MPA Request yet");
+	return IW_ROOM;
+}
+
+/* accept(2), or -1; backs off while out of descriptors. */
+static int iw_accept_fd(struct iw_listener *l)
+{
+	int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd >= 0) {
+		l->starved = false;
+		return fd;
+	}
+	if (!iw_accept_starved(errno))
+		return -1;
+	if (!l->starved)
+		iw_log(l->dev, IW_LOG_INFO, "listener %s: accept: %s; "
+		       "retrying every %d ms", l->name, strerror(errno),
+		       IW_ACCEPT_BACKOFF_MS);
+	l->starved = true;
+	l->accept_after = iw_now_ms() + IW_ACCEPT_BACKOFF_MS;
+	return -1;
+}
+
+static void iw_req_add(struct iw_listener *l, int fd)
+{
+	struct iw_conn_req *req = calloc(1, sizeof(*req));
+
+	if (!req) {
+		close(fd);
+		return;
+	}
+	req->l = l;
+	req->fd = fd;
+	req->deadline = iw_now_ms() + l->param.mpa_timeout_ms;
+	req->next = l->reqs;
+	l->reqs = req;
+	req->watched = l->efd >= 0 && !iw_epoll_add(l->efd, fd, req);
+	l->st.accepted++;
+	if (++l->st.pending > l->st.pending_max)
+		l->st.pending_max = l->st.pending;
+}
+
 static void iw_listener_accept_tcp(struct iw_listener *l)
 {
 	if (!iw_listener_accepting(l))
 		return;
 	l->accept_after = 0;
 	for (;;) {
-		struct iw_conn_req *req;
-		int fd = accept4(l->fd, NULL, NULL,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int room = iw_listener_room(l), fd;
 
-		if (fd < 0 && iw_accept_starved(errno)) {
-			if (!l->starved)
-				iw_log(l->dev, IW_LOG_INFO, "listener fd %d: "
-				       "accept: %s; retrying every %d ms",
-				       l->fd, strerror(errno),
-				       IW_ACCEPT_BACKOFF_MS);
-			l->starved = true;
-			l->accept_after = iw_now_ms() + IW_ACCEPT_BACKOFF_MS;
-			return;
-		}
+		if (room == IW_ROOM_LATER)
+			return;	/* the listening socket stays readable */
+		fd = iw_accept_fd(l);
 		if (fd < 0)
 			return;
-		l->starved = false;
-		req = calloc(1, sizeof(*req));
-		if (!req) {
-			close(fd);
+		if (room == IW_ROOM) {
+			iw_req_add(l, fd);
 			continue;
 		}
-		iw_sock_nodelay(fd);
-		req->l = l;
-		req->fd = fd;
-		req->deadline = iw_now_ms() + l->param.timeout_ms;
-		req->next = l->reqs;
-		l->reqs = req;
-		req->watched = l->efd >= 0 && !iw_epoll_add(l->efd, fd);
+		/* taken and closed at once: left queued, it would keep the
+		 * listening socket readable and the caller spinning */
+		iw_sock_reset_on_close(fd);
+		close(fd);
+		l->st.refused++;
+		iw_burst_note(l, false);
 	}
 }
 
@@ -795,16 +968,30 @@ static void iw_req_send_reject(struct iw_conn_req *req, const void *pdata,
 
 enum { IW_REQ_WAIT, IW_REQ_READY, IW_REQ_DROPPED };
 
+/* Garbage can come by the thousand: warn once a second, the rest at
+ * info (the listener's stats count them all). */
+static int iw_bad_key_level(struct iw_listener *l)
+{
+	uint64_t now = iw_now_ms();
+
+	if (l->bad_key_at && now < l->bad_key_at + IW_BURST_QUIET_MS)
+		return IW_LOG_INFO;
+	l->bad_key_at = now;
+	return IW_LOG_WARN;
+}
+
 /* A Request that failed to parse, or a socket that failed: dropped. */
 static int iw_req_bad(struct iw_conn_req *req, int ret,
 		      const struct iw_err *err)
 {
 	char who[160], why[160];
 
+	req->l->st.bad++;
 	if (ret == -EPROTO)
-		iw_log_bad_key(req->l->dev, iw_req_label(req, who, sizeof(who)),
-			       req->buf, req->have, MPA_REQUEST);
-	iw_req_drop(req, ret != -EPROTO ? "connection closed during MPA "
+		iw_log_bad_key(req->l->dev, iw_bad_key_level(req->l),
+			       iw_req_label(req, who, sizeof(who)), req->buf,
+			       req->have, MPA_REQUEST);
+	iw_req_abort(req, ret != -EPROTO ? "connection closed during MPA "
 					   "Request" :
 			 err->why ? iw_err_why(err, why, sizeof(why)) :
 				    "bad MPA Request");
@@ -831,11 +1018,13 @@ static int iw_req_read(struct iw_conn_req *req)
 	if (req->f.rev > l->param.max_rev) {
 		iw_log(l->dev, IW_LOG_INFO, "%s: MPA revision %u, expected at "
 		       "most %u", who, req->f.rev, l->param.max_rev);
+		l->st.bad++;
 		iw_req_drop(req, "MPA revision above what we accept");
 		return IW_REQ_DROPPED;
 	}
 	if (req->f.markers && l->param.refuse_markers) {
 		iw_req_send_reject(req, NULL, 0, NULL);
+		l->st.bad++;
 		iw_req_drop(req, "peer asks for markers");
 		return IW_REQ_DROPPED;
 	}
@@ -860,31 +1049,82 @@ static void iw_req_offer(struct iw_conn_req *req)
 	};
 
 	req->notified = true;
+	l->st.offered++;
 	iw_req_unwatch(req);
 	req->deadline = iw_now_ms() + l->param.timeout_ms;
 	if (l->ops && l->ops->conn_request)
 		l->ops->conn_request(l->arg, req, &ev);
 }
 
-int iw_listener_progress(struct iw_listener *l)
+/* Closes requests past their deadline: a Request still incomplete after
+ * mpa_timeout_ms, or one the ULP left undecided for timeout_ms. */
+static void iw_listener_expire(struct iw_listener *l, uint64_t now)
 {
-	uint64_t now = iw_now_ms();
 	struct iw_conn_req *req, *next;
 
-	iw_listener_accept_tcp(l);
 	for (req = l->reqs; req; req = next) {
 		next = req->next;
-		if (req->deadline && now >= req->deadline)
-			iw_req_drop(req, "timed out");
+		if (!req->deadline || now < req->deadline)
+			continue;
+		l->st.timed_out++;
+		iw_req_abort(req, req->notified ? "timed out: no decision" :
+				 "timed out: no complete MPA Request");
 	}
-	/* A drop or a callback may change the list (the ULP can accept or
-	 * reject any request): rescan after each. Every rescan either
-	 * offers or drops a request, so this ends. */
+}
+
+/*
+ * Marks the requests whose sockets have octets (or an end) waiting, so
+ * that a pass reads those alone: under a flood, reading every pending
+ * socket on every call would cost the cap in syscalls each time. The
+ * set is level-triggered: each call returns the ones the last did not.
+ */
+static void iw_listener_ready(struct iw_listener *l)
+{
+	struct epoll_event ev[64];
+	uint32_t rounds = l->st.pending / 64 + 1;
+	int n, i;
+
+	while (rounds--) {
+		n = epoll_wait(l->efd, ev, 64, 0);
+		for (i = 0; i < n; i++)
+			if (ev[i].data.ptr)
+				((struct iw_conn_req *)ev[i].data.ptr)->ready =
+					true;
+		if (n < 64)
+			break;
+	}
+}
+
+/* Reads what has arrived of the request: IW_REQ_*. */
+static int iw_req_step(struct iw_conn_req *req)
+{
+	if (req->watched && !req->ready)
+		return IW_REQ_WAIT;
+	req->ready = false;
+	return iw_req_read(req);
+}
+
+/*
+ * Reads the requests still being received, once per pass; every one the
+ * pass has seen counts as looked at (iw_listener_room). A drop or a
+ * callback may change the list (the ULP can accept or reject any
+ * request): rescan after each, skipping those this pass has seen.
+ */
+static void iw_listener_read(struct iw_listener *l)
+{
+	struct iw_conn_req *req;
+	uint32_t pass = ++l->pass;
+
+	if (!pass)
+		pass = ++l->pass;	/* 0 means "never looked at" */
+	if (l->efd >= 0)
+		iw_listener_ready(l);
 restart:
 	for (req = l->reqs; req; req = req->next) {
-		if (req->notified)
+		if (req->notified || req->pass == pass)
 			continue;
-		switch (iw_req_read(req)) {
+		req->pass = pass;
+		switch (iw_req_step(req)) {
 		case IW_REQ_READY:
 			iw_req_offer(req);
 			goto restart;
@@ -894,6 +1134,16 @@ restart:
 			break;
 		}
 	}
+}
+
+int iw_listener_progress(struct iw_listener *l)
+{
+	uint64_t now = iw_now_ms();
+
+	iw_listener_expire(l, now);
+	iw_listener_accept_tcp(l);
+	iw_listener_read(l);
+	iw_burst_end(l, now, false);
 	return 0;
 }
 
@@ -972,6 +1222,7 @@ static void iw_accept_adopt(struct iw_qp *qp, struct iw_conn_req *req,
 	qp->ird = use->ird;
 	qp->ord = use->ord;
 	qp->fd = req->fd;
+	iw_sock_nodelay(qp->fd);	/* not earlier: most requests die young */
 	req->fd = -1;
 	iw_req_unlink(req);
 	free(req);

@@ -145,6 +145,8 @@ struct iw_conn_req {
 	size_t have;
 	bool notified;
 	bool watched;		/* in the listener's epoll set */
+	bool ready;		/* epoll says octets or an end wait */
+	uint32_t pass;		/* the last read pass that looked at it */
 	uint64_t deadline;
 	struct mpa_frame f;
 	void *ctx;
@@ -160,6 +162,14 @@ struct iw_listener {
 	struct iw_conn_req *reqs;
 	uint64_t accept_after;	/* out of descriptors: no accept() before */
 	bool starved;
+	uint32_t pass;		/* read passes so far */
+	struct iw_listener_stats st;
+	/* an overflow burst: its start, last overflow and counts, logged
+	 * once it has been quiet for IW_BURST_QUIET_MS */
+	uint64_t burst_start, burst_last;
+	uint64_t burst_evicted, burst_refused;
+	uint64_t bad_key_at;	/* the last wrong key logged at warn */
+	char name[64];		/* "addr:port" for log lines */
 };
 
 #define IW_CTRL_MAX (MPA_HDR_LEN + MPA_MAX_PD + 128)
@@ -392,5 +402,7 @@ int iw_rx_pump(struct iw_qp *qp);
 bool iw_rx_stalled(const struct iw_qp *qp);
 
 #define IW_DEFAULT_TIMEOUT_MS 10000
+#define IW_DEFAULT_LISTEN_PENDING 256
+#define IW_DEFAULT_MPA_TIMEOUT_MS 5000
 
 #endif /* IWARP_IW_PRIV_H */

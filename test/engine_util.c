@@ -705,6 +705,13 @@ static void loopback(struct sockaddr_in *sin, uint16_t port)
 int eu_listen(struct eu_listener *el, struct iw_dev *dev, uint16_t port,
 	      const struct iw_conn_param *param)
 {
+	return eu_listen_backlog(el, dev, port, param, 16);
+}
+
+int eu_listen_backlog(struct eu_listener *el, struct iw_dev *dev,
+		      uint16_t port, const struct iw_conn_param *param,
+		      int backlog)
+{
 	struct sockaddr_in sin;
 	int tries, rc = -EADDRINUSE;
 
@@ -714,8 +721,8 @@ int eu_listen(struct eu_listener *el, struct iw_dev *dev, uint16_t port,
 	for (tries = 0; tries < 32 && rc == -EADDRINUSE; tries++) {
 		el->port = port ? port : eu_next_port();
 		loopback(&sin, el->port);
-		rc = iw_listen(dev, (struct sockaddr *)&sin, sizeof(sin), 16,
-			       &el->param, &lst_ops, el, &el->l);
+		rc = iw_listen(dev, (struct sockaddr *)&sin, sizeof(sin),
+			       backlog, &el->param, &lst_ops, el, &el->l);
 		if (port)
 			break;
 	}

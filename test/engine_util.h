@@ -203,6 +203,10 @@ uint16_t eu_next_port(void);
  * is 0 (from EU_PORT_BASE upward). */
 int eu_listen(struct eu_listener *el, struct iw_dev *dev, uint16_t port,
 	      const struct iw_conn_param *param);
+/* eu_listen() with a listen(2) backlog other than 16. */
+int eu_listen_backlog(struct eu_listener *el, struct iw_dev *dev,
+		      uint16_t port, const struct iw_conn_param *param,
+		      int backlog);
 int eu_listener_close(struct eu_listener *el);
 /* Queues a pre-created QP to accept the next request into. */
 void eu_listener_target(struct eu_listener *el, struct eu_qp *q);

@@ -216,6 +216,12 @@ struct iw_conn_param {
 	const void *pdata;	/* ULP private data */
 	uint16_t pdata_len;	/* up to 508 (rev 2 enhanced) or 512 */
 	uint32_t timeout_ms;	/* per setup phase; 0 = 10000 */
+	/* listener: connections held before the ULP decides (reading the
+	 * Request, or offered); 0 = iw_listen_set_defaults's, else 256 */
+	uint32_t max_pending;
+	/* listener: time to send the whole MPA Request, at most timeout_ms;
+	 * 0 = iw_listen_set_defaults's, else 5000 */
+	uint32_t mpa_timeout_ms;
 	/* initiator: hold the first FPDU (the RTR, or without one the first
 	 * message) this long after the Reply: Linux siw misses FPDUs that
 	 * arrive before it watches the socket */
@@ -399,7 +405,8 @@ struct iw_listener_ops {
 };
 
 /* param applies to every connection: responder policy (rtr, max_rev,
- * crc_strict, refuse_markers, ird/ord, ord_min, timeout_ms). */
+ * crc_strict, refuse_markers, ird/ord, ord_min, timeout_ms) and the
+ * listener's bounds (max_pending, mpa_timeout_ms). */
 int iw_listen(struct iw_dev *dev, const struct sockaddr *addr,
 	      socklen_t len, int backlog, const struct iw_conn_param *param,
 	      const struct iw_listener_ops *ops, void *arg,
@@ -422,6 +429,26 @@ bool iw_listener_accepting(const struct iw_listener *l);
  * iw_listener_fd() does not cover (only if epoll was not available):
  * keep calling iw_listener_progress. */
 bool iw_listener_busy(const struct iw_listener *l);
+
+/* Defaults for listeners whose param leaves max_pending or
+ * mpa_timeout_ms at 0; 0 restores the built-in one. Process-wide: set
+ * once (the provider does at load), before listening. */
+void iw_listen_set_defaults(uint32_t max_pending, uint32_t mpa_timeout_ms);
+
+struct iw_listener_stats {
+	uint32_t pending;	/* connections held now (undecided) */
+	uint32_t pending_max;	/* the most held at once */
+	uint32_t max_pending;	/* the cap in force */
+	uint32_t mpa_timeout_ms;	/* the Request deadline in force */
+	uint64_t accepted;	/* TCP connections taken */
+	uint64_t offered;	/* complete Requests handed to the ULP */
+	uint64_t evicted;	/* closed unfinished to make room */
+	uint64_t refused;	/* closed at once: the cap held offered ones */
+	uint64_t timed_out;	/* closed at their deadline */
+	uint64_t bad;		/* bad Request, or closed by the peer */
+};
+void iw_listener_stats(const struct iw_listener *l,
+		       struct iw_listener_stats *st);
 
 /* The connection moves into qp (which must be IDLE); the Reply goes out
  * with param's private data and IRD/ORD; CM events then come to qp. */

@@ -65,6 +65,9 @@ struct iwarp_params {
 	unsigned int rtr;	/* IW_RTR_* offered/accepted; 0: all */
 	int rtr_delay_ms;	/* first FPDU this long after the Reply */
 	char *auth_key;		/* FI_IWARP_AUTH_KEY: the job's key */
+	/* every listener (0: the engine's default) */
+	size_t listen_pending;	/* connections held before a decision */
+	int mpa_timeout_ms;	/* time to send the whole MPA Request */
 };
 
 #define IWARP_RDM_UNEXP_MAX_DEFAULT ((size_t)256 << 20)

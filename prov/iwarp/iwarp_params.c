@@ -69,6 +69,43 @@ static void iwarp_params_define(void)
 			"the MPA Reply before its first FPDU (the RTR, or the "
 			"first message without one): Linux siw misses FPDUs "
 			"that arrive right behind its Reply (default: 0)");
+	fi_param_define(&iwarp_prov, "listen_pending", FI_PARAM_SIZE_T,
+			"Connections a listener (passive or RDM endpoint) "
+			"holds before they are decided: still sending their "
+			"MPA Request, or offered; at the cap the oldest "
+			"without a complete Request is closed; 1..65536 "
+			"(default: 256)");
+	fi_param_define(&iwarp_prov, "mpa_timeout_ms", FI_PARAM_INT,
+			"Milliseconds a connection to a listener has to send "
+			"its whole MPA Request before it is closed; "
+			"100..60000 (default: 5000)");
+}
+
+/* FI_IWARP_LISTEN_PENDING and FI_IWARP_MPA_TIMEOUT_MS, handed to the
+ * engine for every listener. */
+static void iwarp_params_listen(void)
+{
+	size_t n;
+	int val;
+
+	if (!fi_param_get_size_t(&iwarp_prov, "listen_pending", &n)) {
+		if (n >= 1 && n <= 65536)
+			iwarp_params.listen_pending = n;
+		else
+			FI_WARN(&iwarp_prov, FI_LOG_CORE,
+				"FI_IWARP_LISTEN_PENDING=%zu ignored "
+				"(1..65536)\n", n);
+	}
+	if (!fi_param_get_int(&iwarp_prov, "mpa_timeout_ms", &val)) {
+		if (val >= 100 && val <= 60000)
+			iwarp_params.mpa_timeout_ms = val;
+		else
+			FI_WARN(&iwarp_prov, FI_LOG_CORE,
+				"FI_IWARP_MPA_TIMEOUT_MS=%d ignored "
+				"(100..60000)\n", val);
+	}
+	iw_listen_set_defaults((uint32_t)iwarp_params.listen_pending,
+			       (uint32_t)iwarp_params.mpa_timeout_ms);
 }
 
 /* "write,read" -> IW_RTR_WRITE | IW_RTR_READ; -1 for an unknown word */
@@ -145,6 +182,7 @@ static int iwarp_params_read(void)
 				"FI_IWARP_RTR_DELAY_MS=%d ignored (0..60000)\n",
 				val);
 	}
+	iwarp_params_listen();
 	return 0;
 }
 
@@ -196,6 +234,9 @@ void iwarp_params_fini(void)
 	iwarp_params.mpa_rev = 2;
 	iwarp_params.rtr = 0;
 	iwarp_params.rtr_delay_ms = 0;
+	iwarp_params.listen_pending = 0;
+	iwarp_params.mpa_timeout_ms = 0;
+	iw_listen_set_defaults(0, 0);
 }
 
 void iwarp_engine_log(void *arg, int level, const char *msg)
