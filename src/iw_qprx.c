@@ -276,7 +276,6 @@ static int iw_rx_send_new(struct iw_qp *qp, const struct iw_rx_seg *seg,
 		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_UNSPECIFIED,
 			       "a second Send before the peer authenticated");
-	qp->gate_used |= qp->gated;
 	memset(&qp->rcv.w, 0, sizeof(qp->rcv.w));
 	qp->rcv.peek_mode = qp->attr.peek_len > 0;
 	qp->rcv.placed = false;
@@ -289,6 +288,8 @@ static int iw_rx_send_new(struct iw_qp *qp, const struct iw_rx_seg *seg,
 					 "Send without a posted receive");
 		iw_rcv_take(qp, rq);
 	}
+	/* counted once taken: a Send stalled for its receive comes again */
+	qp->gate_used |= qp->gated;
 	qp->rcv.active = true;
 	qp->rcv.msn = h->msn;
 	qp->rcv.got = 0;

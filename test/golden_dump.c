@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Writes the golden vectors as files, as fuzz seeds and for the tshark
- * check: golden_dump DIR [mpa|term|stream|qprx|raw].
+ * check: golden_dump DIR [mpa|term|stream|qprx|auth|raw].
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -106,6 +107,41 @@ static int qprx_seeds(const char *dir)
 	return ret;
 }
 
+/* ---- keyed handshakes for fuzz_handshake (iwarp_auth.h) */
+
+/* An MPA rev 2 frame with the enhanced block and an auth block. */
+static size_t auth_frame(uint8_t *s, bool reply)
+{
+	memcpy(s, reply ? "MPA ID Rep Frame" : "MPA ID Req Frame", 16);
+	s[16] = 0x40 | 0x10;		/* C, S (enhanced) */
+	s[17] = 2;
+	be(s + 18, 4 + 24, 2);
+	be(s + 20, 0x8000 | 8, 2);	/* A (peer-to-peer), IRD 8 */
+	be(s + 22, 0x8000 | 8, 2);	/* C (Write RTR), ORD 8 */
+	memcpy(s + 24, "IWAK\1\0\0\0", 8);
+	memset(s + 32, 0x3c, 16);	/* the peer's nonce */
+	return 48;
+}
+
+/* Octet 0: 1 we initiated (a Reply follows), 0 a Request; then the
+ * frame and the peer's auth message (its MAC is not the right one). */
+static int auth_seeds(const char *dir)
+{
+	uint8_t s[256], m[40] = "IWAM\1";
+	int ret = 0, reply;
+	size_t n;
+
+	for (reply = 0; reply < 2; reply++) {
+		m[5] = reply ? 'R' : 'I';
+		memset(m + 8, 0x77, 32);
+		n = auth_frame(s, reply);
+		n = fpdu(s, n, 3, 0, 1, 0, 0, m, sizeof(m));
+		ret |= put(dir, reply ? "auth_reply" : "auth_request",
+			   reply ? "\1" : "\0", 1, s, n);
+	}
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 2 ? argv[2] : "raw";
@@ -113,7 +149,7 @@ int main(int argc, char **argv)
 	size_t i;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s DIR [mpa|term|stream|qprx|raw]\n",
+		fprintf(stderr, "usage: %s DIR [mpa|term|stream|qprx|auth|raw]\n",
 			argv[0]);
 		return 2;
 	}
@@ -145,5 +181,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "qprx"))
 		ret |= qprx_seeds(argv[1]);
+	if (!strcmp(mode, "auth"))
+		ret |= auth_seeds(argv[1]);
 	return ret;
 }

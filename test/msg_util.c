@@ -495,6 +495,21 @@ struct fi_info *msg_hints(const struct proc *p)
 	return h;
 }
 
+static void key_set(uint8_t **key, size_t *size, const char *v)
+{
+	free(*key);
+	*key = v ? (uint8_t *)strdup(v) : NULL;
+	*size = *key ? strlen(v) : 0;
+}
+
+void info_keys(struct fi_info *info, const char *dom_key, const char *ep_key)
+{
+	key_set(&info->domain_attr->auth_key, &info->domain_attr->auth_key_size,
+		dom_key);
+	key_set(&info->ep_attr->auth_key, &info->ep_attr->auth_key_size,
+		ep_key);
+}
+
 static int node_fail(const char *what, int ret)
 {
 	diag("%s: %d (%s)", what, ret, fi_strerror(ret < 0 ? -ret : ret));
@@ -542,6 +557,8 @@ int node_open(struct node *n, struct proc *p, const struct fi_cq_attr *cqa)
 	fi_freeinfo(hints);
 	if (ret)
 		return node_fail("fi_getinfo", ret);
+	if (p->dom_key || p->ep_key)
+		info_keys(n->info, p->dom_key, p->ep_key);
 	ret = fi_fabric(n->info->fabric_attr, &n->fabric, NULL);
 	if (ret)
 		return node_fail("fi_fabric", ret);

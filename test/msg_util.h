@@ -43,6 +43,8 @@ struct proc {
 	uint64_t bind_tx;	/* extra CQ bind flags for FI_TRANSMIT */
 	pid_t peer;		/* in the client: the server's pid */
 	uint64_t seed;		/* shared by both sides */
+	/* job keys node_open puts in the info (NULL: none) */
+	const char *dom_key, *ep_key;
 };
 
 struct msg_case {
@@ -174,6 +176,8 @@ struct eq_ev {
 };
 
 struct fi_info *msg_hints(const struct proc *p);
+/* Sets (or with NULL clears) info's domain_attr and ep_attr auth_key. */
+void info_keys(struct fi_info *info, const char *dom_key, const char *ep_key);
 /* getinfo, fabric, domain, CQ (default: FI_CQ_FORMAT_MSG, wait fd);
  * the server also listens on its port. 0 or a negative error. */
 int node_open(struct node *n, struct proc *p, const struct fi_cq_attr *cqa);

@@ -44,6 +44,11 @@ int iwarp_auth_key_pick(struct iwarp_auth_key *k, const struct fi_info *info)
 	return 0;
 }
 
+void iwarp_auth_key_clear(struct iwarp_auth_key *k)
+{
+	OPENSSL_cleanse(k, sizeof(*k));
+}
+
 int iwarp_auth_start(struct iwarp_auth *a, bool initiator)
 {
 	uint8_t *mine = initiator ? a->nonce_i : a->nonce_r;

@@ -54,6 +54,8 @@ struct iwarp_auth {
  * key longer than IWARP_AUTH_KEY_MAX.
  */
 int iwarp_auth_key_pick(struct iwarp_auth_key *k, const struct fi_info *info);
+/* Wipes the key (secret material) before its memory is reused. */
+void iwarp_auth_key_clear(struct iwarp_auth_key *k);
 static inline bool iwarp_auth_on(const struct iwarp_auth_key *k)
 {
 	return k->len != 0;

@@ -8,6 +8,7 @@
 #define IWARP_MSG_H
 
 #include "../iwarp.h"
+#include "../iwarp_auth.h"
 
 #include "iwarp/engine.h"
 
@@ -19,6 +20,7 @@ struct iwarp_op {
 	bool cq;			/* report success in the CQ */
 	int pending;			/* engine work requests still out */
 	int status;			/* first failure (enum iw_wc_status) */
+	bool internal;			/* the job key's own Send or receive */
 	struct iw_err err;
 	struct iwarp_op *next;		/* free list */
 };
@@ -33,6 +35,25 @@ enum iwarp_ep_state {
 
 struct iwarp_connreq;
 
+/*
+ * A keyed endpoint's handshake (iwarp_auth.h). Its receive is the first
+ * in the receive queue, so the peer's first Send lands there and never
+ * in a user buffer; user transmits wait (-FI_EAGAIN) until the peer's
+ * proof checked, and FI_CONNECTED is reported only then.
+ */
+struct iwarp_ep_auth {
+	struct iwarp_auth_key key;	/* len 0: no job key */
+	struct iwarp_auth hs;
+	bool hold;			/* user transmits wait */
+	bool refused;			/* reported; later CM events are not */
+	uint64_t deadline;		/* for the peer's proof, 0: none */
+	struct iwarp_op rx_op, tx_op;
+	uint8_t rx[IWARP_AUTH_MSG_LEN];
+	uint8_t tx[IWARP_AUTH_MSG_LEN];
+	uint8_t cm_data[IWARP_CM_DATA_MAX];	/* the Reply's, for later */
+	size_t cm_data_len;
+};
+
 struct iwarp_ep {
 	struct iwarp_ep_base base;	/* first: fids convert through it */
 	struct iw_qp *qp;
@@ -45,6 +66,8 @@ struct iwarp_ep {
 	struct iwarp_op *free_ops;
 	size_t nops;
 	union iwarp_sockaddr src;	/* fi_setname / info->src_addr */
+	struct iwarp_ep_auth *auth;	/* NULL without a job key */
+	bool tx_hold;			/* auth->hold, in the data path */
 };
 
 static inline struct iwarp_ep *iwarp_ep_of(struct fid *fid)
@@ -78,6 +101,29 @@ void iwarp_ep_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc);
 extern struct fi_ops_cm iwarp_ep_cm_ops;
 extern const struct iw_qp_ops iwarp_ep_qp_ops;
 
+/* msg_auth.c, lock held. enable: closes the gate and posts the receive
+ * of the peer's proof (0 or -FI_ENOMEM). pdata: private data with this
+ * side's auth block before the user's data; nonce_i is the initiator's
+ * (NULL: we are the initiator). Its length, or -FI_EIO. */
+int iwarp_ep_auth_enable(struct iwarp_ep *ep);
+int iwarp_ep_auth_pdata(struct iwarp_ep *ep, const uint8_t *nonce_i,
+			uint8_t *out, const void *data, size_t len);
+/* The connection is up: check the Reply (initiator), send our proof. */
+void iwarp_ep_auth_established(struct iwarp_ep *ep, struct iw_qp *qp,
+			       const struct iw_cm_event *ev);
+/* An internal op completed: the peer's proof is checked here. */
+void iwarp_ep_auth_complete(struct iwarp_ep *ep, struct iw_qp *qp,
+			    const struct iw_wc *wc);
+/* Refuses a connection whose peer's proof is overdue. */
+void iwarp_ep_auth_progress(struct iwarp_ep *ep);
+/* msg_cm.c: ends a connection whose handshake failed (warn log,
+ * FI_ECONNREFUSED on the EQ, later CM events unreported). */
+void iwarp_ep_auth_refuse(struct iwarp_ep *ep, struct iw_qp *qp,
+			  const char *why);
+/* msg_cm.c: FI_CONNECTED with cm data, lock held. */
+void iwarp_ep_report_connected(struct iwarp_ep *ep, const void *data,
+			       size_t len);
+
 /* ---- passive endpoints (msg_pep.c) */
 
 struct iwarp_pep {
@@ -90,6 +136,7 @@ struct iwarp_pep {
 	struct iwarp_pollable poll;
 	union iwarp_sockaddr addr;
 	struct iwarp_list reqs;		/* undecided iwarp_connreqs */
+	struct iwarp_auth_key key;	/* requests must carry an auth block */
 };
 
 /* info->handle of FI_CONNREQ: the request until accepted or rejected. */
@@ -98,6 +145,8 @@ struct iwarp_connreq {
 	struct iwarp_list link;
 	struct iwarp_pep *pep;
 	struct iw_conn_req *req;	/* NULL once the engine dropped it */
+	bool authed;			/* carried an auth block: nonce_i */
+	uint8_t nonce_i[IWARP_AUTH_NONCE_LEN];
 };
 
 /* Detaches a request from its pep (accept/reject/endpoint close). */

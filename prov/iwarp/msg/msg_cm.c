@@ -7,6 +7,7 @@
  */
 #include "msg.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* ---- CM events from the engine */
@@ -38,11 +39,48 @@ static void iwarp_ep_eq_err(struct iwarp_ep *ep, int err,
 				   ev->pdata_len);
 }
 
+void iwarp_ep_report_connected(struct iwarp_ep *ep, const void *data,
+			       size_t len)
+{
+	struct iw_cm_event ev = { .pdata = data, .pdata_len = (uint16_t)len };
+
+	iwarp_ep_eq_cm(ep, FI_CONNECTED, ep->state_passive ? NULL : &ev);
+}
+
+void iwarp_ep_auth_refuse(struct iwarp_ep *ep, struct iw_qp *qp,
+			  const char *why)
+{
+	struct iw_cm_event ev = { .type = IW_CM_REJECTED };
+
+	FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
+		"%s: authentication failed, connection refused: %s\n",
+		iw_qp_label(qp), why);
+	ep->auth->refused = true;
+	ep->auth->hold = false;
+	ep->tx_hold = false;
+	ep->state = IWARP_EP_SHUTDOWN;
+	/* its CM event comes back here, unreported */
+	iw_qp_abort(qp);
+	iwarp_ep_eq_err(ep, FI_ECONNREFUSED, &ev);
+}
+
 /* The connection ended: both sides hear of it, the one that called
  * fi_shutdown too (fi_cm(3); libfabric's tcp does it). */
 static void iwarp_ep_cm_closed(struct iwarp_ep *ep, struct iw_qp *qp,
 			       const struct iw_cm_event *ev, bool connected)
 {
+	char why[200];
+
+	/* a keyed peer that refused us ends the stream before its proof */
+	if (ep->auth && ep->auth->hold && ep->state != IWARP_EP_IDLE) {
+		snprintf(why, sizeof(why), "the connection ended (%s%s) "
+			 "before the peer proved the key",
+			 ev->remote ? "by the peer: " : "",
+			 iw_err_str(ev->err.layer, ev->err.etype,
+				    ev->err.ecode));
+		iwarp_ep_auth_refuse(ep, qp, why);
+		return;
+	}
 	ep->state = IWARP_EP_SHUTDOWN;
 	if (ev->type == IW_CM_ERROR)
 		FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
@@ -63,9 +101,15 @@ static void iwarp_ep_cm_event(void *arg, struct iw_qp *qp,
 	struct iwarp_ep *ep = arg;
 	bool connected = ep->state == IWARP_EP_CONNECTED;
 
+	if (ep->auth && ep->auth->refused)
+		return;		/* FI_ECONNREFUSED said it all */
 	switch (ev->type) {
 	case IW_CM_ESTABLISHED:
 		iwarp_log_connected("MSG", iw_qp_label(qp), ev);
+		if (ep->auth) {
+			iwarp_ep_auth_established(ep, qp, ev);
+			break;
+		}
 		ep->state = IWARP_EP_CONNECTED;
 		/* the active side reports the Reply's private data */
 		iwarp_ep_eq_cm(ep, FI_CONNECTED,
@@ -110,16 +154,34 @@ static void iwarp_ep_conn_param(struct iw_conn_param *p, const void *data,
 	p->pdata_len = (uint16_t)len;
 }
 
-/* Private data beyond what MPA carries, or promised and missing. */
-static bool iwarp_ep_cm_data_bad(const char *call, const void *param,
-				 size_t paramlen)
+/* Private data beyond what MPA carries (less the auth block with a
+ * key), or promised and missing. */
+static bool iwarp_ep_cm_data_bad(struct iwarp_ep *ep, const char *call,
+				 const void *param, size_t paramlen)
 {
-	if (paramlen <= IWARP_CM_DATA_MAX && (!paramlen || param))
+	size_t max = ep->base.type->cm_data_max;
+
+	if (paramlen <= max && (!paramlen || param))
 		return false;
 	FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
-		"%s: %zu octets of CM data%s, at most %d allowed\n", call,
-		paramlen, param ? "" : " without a buffer", IWARP_CM_DATA_MAX);
+		"%s: %zu octets of CM data%s, at most %zu allowed%s\n", call,
+		paramlen, param ? "" : " without a buffer", max,
+		ep->auth ? " with a job key" : "");
 	return true;
+}
+
+/* The private data to send: the user's, after our auth block if keyed.
+ * Its length, or a negative error. */
+static int iwarp_ep_pdata(struct iwarp_ep *ep, const uint8_t *nonce_i,
+			  uint8_t *buf, const void **param, size_t len)
+{
+	int ret;
+
+	if (!ep->auth)
+		return (int)len;
+	ret = iwarp_ep_auth_pdata(ep, nonce_i, buf, *param, len);
+	*param = buf;
+	return ret;
 }
 
 static int iwarp_ep_connect(struct fid_ep *ep_fid, const void *addr,
@@ -127,16 +189,20 @@ static int iwarp_ep_connect(struct fid_ep *ep_fid, const void *addr,
 {
 	struct iwarp_ep *ep = iwarp_ep_of(&ep_fid->fid);
 	const struct sockaddr *sa = addr ? addr : ep->base.info->dest_addr;
+	uint8_t pd[IWARP_CM_DATA_MAX];
 	struct iw_conn_param p;
 	int ret;
 
-	if (iwarp_ep_cm_data_bad("fi_connect", param, paramlen) || !sa)
+	if (iwarp_ep_cm_data_bad(ep, "fi_connect", param, paramlen) || !sa)
 		return -FI_EINVAL;
 	if (!ep->base.enabled)
 		return -FI_EOPBADSTATE;
 	if (ep->state != IWARP_EP_IDLE)
 		return -FI_EISCONN;
-	iwarp_ep_conn_param(&p, param, paramlen);
+	ret = iwarp_ep_pdata(ep, NULL, pd, &param, paramlen);
+	if (ret < 0)
+		return ret;
+	iwarp_ep_conn_param(&p, param, (size_t)ret);
 	if (ep->src.sa.sa_family && iwarp_addr_port(&ep->src.sa)) {
 		p.src = &ep->src.sa;
 		p.src_len = iwarp_sa_len(&ep->src.sa);
@@ -149,17 +215,40 @@ static int iwarp_ep_connect(struct fid_ep *ep_fid, const void *addr,
 	return ret;
 }
 
-/* Lock held. Accepts the request the endpoint was made from. */
-static int iwarp_ep_accept_locked(struct iwarp_ep *ep,
-				  const struct iw_conn_param *p)
+/* A keyed endpoint made from a request that carried no auth block
+ * (its passive endpoint had no key): refused. */
+static int iwarp_ep_accept_unauthed(struct iwarp_ep *ep)
 {
+	FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
+		"fi_accept: the request carried no auth block and this "
+		"endpoint has a job key: refused\n");
+	iw_reject(ep->connreq->req, NULL, 0);
+	return -FI_ECONNREFUSED;
+}
+
+/* Lock held. Accepts the request the endpoint was made from. */
+static int iwarp_ep_accept_locked(struct iwarp_ep *ep, const void *param,
+				  size_t len)
+{
+	struct iwarp_connreq *cr = ep->connreq;
+	uint8_t pd[IWARP_CM_DATA_MAX];
+	struct iw_conn_param p;
 	int ret;
 
-	if (!ep->connreq->req) {
+	if (!cr->req) {
 		ret = -FI_ECONNABORTED;	/* the peer gave up meanwhile */
+	} else if (ep->auth && !cr->authed) {
+		ret = iwarp_ep_accept_unauthed(ep);
+		cr->req = NULL;
 	} else {
-		ret = iw_accept(ep->connreq->req, ep->qp, p);
-		ep->connreq->req = NULL;	/* consumed either way */
+		ret = iwarp_ep_pdata(ep, cr->nonce_i, pd, &param, len);
+		if (ret < 0) {
+			iw_reject(cr->req, NULL, 0);
+		} else {
+			iwarp_ep_conn_param(&p, param, (size_t)ret);
+			ret = iw_accept(cr->req, ep->qp, &p);
+		}
+		cr->req = NULL;	/* consumed either way */
 	}
 	iwarp_connreq_release(ep->connreq);
 	ep->connreq = NULL;
@@ -172,18 +261,16 @@ static int iwarp_ep_accept(struct fid_ep *ep_fid, const void *param,
 			   size_t paramlen)
 {
 	struct iwarp_ep *ep = iwarp_ep_of(&ep_fid->fid);
-	struct iw_conn_param p;
 	int ret;
 
-	if (iwarp_ep_cm_data_bad("fi_accept", param, paramlen))
+	if (iwarp_ep_cm_data_bad(ep, "fi_accept", param, paramlen))
 		return -FI_EINVAL;
 	if (!ep->base.enabled)
 		return -FI_EOPBADSTATE;
 	if (!ep->connreq || ep->state != IWARP_EP_IDLE)
 		return -FI_EINVAL;
-	iwarp_ep_conn_param(&p, param, paramlen);
 	iwarp_lock(ep->base.fab);
-	ret = iwarp_ep_accept_locked(ep, &p);
+	ret = iwarp_ep_accept_locked(ep, param, paramlen);
 	iwarp_unlock(ep->base.fab);
 	return ret == -ECONNREFUSED ? -FI_ECONNREFUSED : ret;
 }

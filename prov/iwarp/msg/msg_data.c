@@ -67,6 +67,10 @@ void iwarp_ep_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc)
 	struct iwarp_ep *ep = arg;
 	struct iwarp_op *op = wc->ctx;
 
+	if (op->internal) {
+		iwarp_ep_auth_complete(ep, qp, wc);
+		return;
+	}
 	if (wc->status != IW_WC_SUCCESS && op->status == IW_WC_SUCCESS) {
 		op->status = wc->status;
 		op->err = wc->err;
@@ -161,9 +165,10 @@ static ssize_t iwarp_tx(struct iwarp_ep *ep, const struct iwarp_tx *t)
 	if (t->flags & FI_REMOTE_CQ_DATA)
 		return -FI_EINVAL;	/* not offered on MSG */
 	iwarp_lock(ep->base.fab);
-	if (!ep->qp) {
+	if (!ep->qp || ep->tx_hold) {
+		/* with a key nothing goes out before the peer's proof */
 		iwarp_unlock(ep->base.fab);
-		return -FI_EOPBADSTATE;
+		return ep->qp ? -FI_EAGAIN : -FI_EOPBADSTATE;
 	}
 	op = iwarp_op_get(ep);
 	if (!op) {

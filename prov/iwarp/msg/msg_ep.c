@@ -18,6 +18,8 @@ static void iwarp_ep_progress(struct iwarp_pollable *p)
 
 	if (ep->qp)
 		iw_qp_progress(ep->qp);
+	if (ep->auth && ep->qp)
+		iwarp_ep_auth_progress(ep);
 }
 
 static void iwarp_ep_poll_info(struct iwarp_pollable *p, int *fd,
@@ -28,6 +30,9 @@ static void iwarp_ep_poll_info(struct iwarp_pollable *p, int *fd,
 	*fd = ep->qp ? iw_qp_fd(ep->qp) : -1;
 	*events = ep->qp ? iw_qp_poll_events(ep->qp) : 0;
 	*deadline = ep->qp ? iw_qp_deadline(ep->qp) : 0;
+	if (ep->auth && ep->auth->deadline &&
+	    (!*deadline || ep->auth->deadline < *deadline))
+		*deadline = ep->auth->deadline;
 }
 
 /* ---- enable, bind */
@@ -45,6 +50,8 @@ static void iwarp_ep_qp_attr(struct iwarp_ep *ep, struct iw_qp_attr *attr)
 	memset(attr, 0, sizeof(*attr));
 	attr->sq_size = iwarp_ep_qsize(info->tx_attr ? info->tx_attr->size : 0);
 	attr->rq_size = iwarp_ep_qsize(info->rx_attr ? info->rx_attr->size : 0);
+	if (ep->auth)
+		attr->rq_size++;	/* the peer's proof goes first */
 	attr->ops = &iwarp_ep_qp_ops;
 	attr->arg = ep;
 	/* FI_RM_ENABLED: a Send ahead of its receive waits for it */
@@ -93,9 +100,14 @@ static int iwarp_ep_enable(struct iwarp_ep_base *b)
 		return ret;
 	iwarp_lock(b->fab);
 	ret = iw_qp_create(b->dom->pd, &attr, &ep->qp);
+	if (!ret && ep->auth)
+		ret = iwarp_ep_auth_enable(ep);
 	if (!ret) {
 		iwarp_ep_wait_bind(ep);
 		b->enabled = true;
+	} else if (ep->qp) {
+		iw_qp_destroy(ep->qp);
+		ep->qp = NULL;
 	}
 	iwarp_unlock(b->fab);
 	return ret ? -FI_ENOMEM : 0;
@@ -118,6 +130,15 @@ static const struct iwarp_ep_type iwarp_msg_type = {
 	.name = "MSG",
 	.opts = IWARP_OPT_CM_DATA_SIZE,
 	.cm_data_max = IWARP_CM_DATA_MAX,
+	.bind = iwarp_ep_bind_other,
+	.enable = iwarp_ep_enable,
+};
+
+/* With a job key the auth block takes the head of the private data. */
+static const struct iwarp_ep_type iwarp_msg_type_keyed = {
+	.name = "MSG",
+	.opts = IWARP_OPT_CM_DATA_SIZE,
+	.cm_data_max = IWARP_CM_DATA_MAX - IWARP_AUTH_PD_LEN,
 	.bind = iwarp_ep_bind_other,
 	.enable = iwarp_ep_enable,
 };
@@ -154,6 +175,9 @@ static int iwarp_ep_close(struct fid *fid)
 	iwarp_ep_unbind_all(ep);
 	iwarp_ep_base_fini(&ep->base);
 	iwarp_unlock(fab);
+	if (ep->auth)
+		iwarp_auth_key_clear(&ep->auth->key);
+	free(ep->auth);
 	free(ep->ops);
 	free(ep);
 	return 0;
@@ -229,11 +253,28 @@ static void iwarp_ep_from_info(struct iwarp_ep *ep, const struct fi_info *info)
 					     pep_fid.fid)->addr;
 }
 
+/* The job key (ep_attr, domain_attr, FI_IWARP_AUTH_KEY): a handshake
+ * state for the endpoint, or none. 0, -FI_EINVAL or -FI_ENOMEM. */
+static int iwarp_ep_auth_open(struct iwarp_ep *ep, const struct fi_info *info)
+{
+	struct iwarp_auth_key key;
+	int ret = iwarp_auth_key_pick(&key, info);
+
+	if (ret || !iwarp_auth_on(&key))
+		return ret;
+	ep->auth = calloc(1, sizeof(*ep->auth));
+	if (ep->auth)
+		ep->auth->key = key;
+	iwarp_auth_key_clear(&key);
+	return ep->auth ? 0 : -FI_ENOMEM;
+}
+
 int iwarp_msg_open(struct fid_domain *domain, struct fi_info *info,
 		   struct fid_ep **epp, void *context)
 {
 	struct iwarp_domain *dom = iwarp_domain_of(&domain->fid);
 	struct iwarp_ep *ep;
+	int ret;
 
 	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_MSG ||
 	    !iwarp_ep_handle_ok(info))
@@ -241,10 +282,17 @@ int iwarp_msg_open(struct fid_domain *domain, struct fi_info *info,
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -FI_ENOMEM;
-	if (iwarp_ep_base_init(&ep->base, &iwarp_msg_type, dom, info,
-			       context)) {
+	ret = iwarp_ep_auth_open(ep, info);
+	if (!ret && iwarp_ep_base_init(&ep->base, ep->auth ?
+				       &iwarp_msg_type_keyed : &iwarp_msg_type,
+				       dom, info, context))
+		ret = -FI_ENOMEM;
+	if (ret) {
+		if (ep->auth)
+			iwarp_auth_key_clear(&ep->auth->key);
+		free(ep->auth);
 		free(ep);
-		return -FI_ENOMEM;
+		return ret;
 	}
 	iwarp_list_init(&ep->poll.link);
 	ep->poll.progress = iwarp_ep_progress;

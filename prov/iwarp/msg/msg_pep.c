@@ -100,17 +100,44 @@ static void iwarp_pep_refuse(struct iw_conn_req *req, const char *why)
 		"connection request from %s refused: %s\n", name, why);
 }
 
+/* With a job key: the request's auth block, checked and stripped
+ * from what the user sees. NULL, or why the request is refused. */
+static const char *iwarp_pep_auth(struct iwarp_pep *pep,
+				  struct iwarp_connreq *cr,
+				  const uint8_t **pd, uint16_t *len)
+{
+	struct iwarp_auth hs = { .initiator = false };
+
+	if (!iwarp_auth_on(&pep->key))
+		return NULL;
+	if (*len > IWARP_CM_DATA_MAX)
+		return "private data longer than an auth block and 228 "
+		       "octets of CM data";
+	if (iwarp_auth_pd_get(&hs, *pd, *len))
+		return "no auth block in its private data (no job key there?)";
+	memcpy(cr->nonce_i, hs.nonce_i, IWARP_AUTH_NONCE_LEN);
+	cr->authed = true;
+	*pd += IWARP_AUTH_PD_LEN;
+	*len -= IWARP_AUTH_PD_LEN;
+	return NULL;
+}
+
 static void iwarp_pep_conn_request(void *arg, struct iw_conn_req *req,
 				   const struct iw_cm_event *ev)
 {
 	struct iwarp_pep *pep = arg;
 	uint8_t buf[sizeof(struct fi_eq_cm_entry) + 512];
 	struct fi_eq_cm_entry *entry = (void *)buf;
+	const uint8_t *pd = ev->pdata;
+	uint16_t len = ev->pdata_len;
 	struct iwarp_connreq *cr;
+	const char *why;
 
 	cr = calloc(1, sizeof(*cr));
-	if (!cr || !pep->eq) {
-		iwarp_pep_refuse(req, pep->eq ? "out of memory" : "no EQ");
+	why = !cr ? "out of memory" : !pep->eq ? "no EQ" :
+					       iwarp_pep_auth(pep, cr, &pd, &len);
+	if (why) {
+		iwarp_pep_refuse(req, why);
 		free(cr);
 		iw_reject(req, NULL, 0);
 		return;
@@ -124,9 +151,9 @@ static void iwarp_pep_conn_request(void *arg, struct iw_conn_req *req,
 	memset(entry, 0, sizeof(*entry));
 	entry->fid = &pep->pep_fid.fid;
 	entry->info = iwarp_connreq_info(pep, cr);
-	memcpy(entry->data, ev->pdata, ev->pdata_len);
+	memcpy(entry->data, pd, len);
 	iwarp_eq_write_locked(pep->eq, FI_CONNREQ, entry,
-			      sizeof(*entry) + ev->pdata_len);
+			      sizeof(*entry) + len);
 }
 
 static void iwarp_pep_conn_dropped(void *arg, struct iw_conn_req *req)
@@ -243,6 +270,7 @@ static int iwarp_pep_close(struct fid *fid)
 	if (pep->eq)
 		atomic_fetch_sub(&pep->eq->ref, 1);
 	iwarp_unlock(fab);
+	iwarp_auth_key_clear(&pep->key);
 	iw_dev_close(pep->dev);
 	fi_freeinfo(pep->info);
 	atomic_fetch_sub(&fab->ref, 1);
@@ -264,9 +292,13 @@ static int iwarp_pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 static int iwarp_pep_getopt(fid_t fid, int level, int optname, void *optval,
 			    size_t *optlen)
 {
+	struct iwarp_pep *pep = iwarp_pep_of(fid);
+
 	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE)
 		return -FI_ENOPROTOOPT;
-	return iwarp_opt_size_out(IWARP_CM_DATA_MAX, optval, optlen);
+	return iwarp_opt_size_out(IWARP_CM_DATA_MAX -
+				  (iwarp_auth_on(&pep->key) ?
+				   IWARP_AUTH_PD_LEN : 0), optval, optlen);
 }
 
 static int iwarp_pep_setopt(fid_t fid, int level, int optname,
@@ -315,9 +347,14 @@ int iwarp_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 	pep = calloc(1, sizeof(*pep));
 	if (!pep)
 		return -FI_ENOMEM;
+	if (iwarp_auth_key_pick(&pep->key, info)) {
+		free(pep);
+		return -FI_EINVAL;
+	}
 	pep->info = fi_dupinfo(info);
 	if (!pep->info || iw_dev_open(&pep->dev)) {
 		fi_freeinfo(pep->info);
+		iwarp_auth_key_clear(&pep->key);
 		free(pep);
 		return -FI_ENOMEM;
 	}
