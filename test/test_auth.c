@@ -1126,6 +1126,46 @@ static void run_case(const struct msg_case *c, int port, uint64_t seed)
 	tap_child(pid, (double)c->timeout_s + 40, c->name);
 }
 
+/* Keys given in fi_getinfo hints come back in every entry. */
+static void hints_keys(void)
+{
+	static const uint8_t dkey[] = "domain-key", ekey[] = "ep-key";
+	static uint8_t big[300];
+	struct fi_info *hints = fi_allocinfo(), *info = NULL, *fi;
+	bool all = true;
+	int ret, n = 0;
+
+	if (!hints)
+		return;
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->domain_attr->auth_key = (uint8_t *)dkey;
+	hints->domain_attr->auth_key_size = sizeof(dkey);
+	hints->ep_attr->auth_key = (uint8_t *)ekey;
+	hints->ep_attr->auth_key_size = sizeof(ekey);
+	ret = fi_getinfo(MSG_API, NULL, NULL, 0, hints, &info);
+	for (fi = ret ? NULL : info; fi; fi = fi->next, n++)
+		all &= fi->domain_attr->auth_key_size == sizeof(dkey) &&
+		       !memcmp(fi->domain_attr->auth_key, dkey, sizeof(dkey)) &&
+		       fi->ep_attr->auth_key_size == sizeof(ekey) &&
+		       !memcmp(fi->ep_attr->auth_key, ekey, sizeof(ekey));
+	tap_ok(!ret && n > 0, "hints with domain and ep auth_key: %d entries (%d)",
+	       n, ret);
+	tap_ok(!ret && n > 0 && all, "every entry carries both keys back");
+	fi_freeinfo(info);
+	info = NULL;
+	hints->domain_attr->auth_key = big;
+	hints->domain_attr->auth_key_size = sizeof(big);
+	ret = fi_getinfo(MSG_API, NULL, NULL, 0, hints, &info);
+	tap_ok(ret == -FI_ENODATA, "a 300-octet auth_key in hints: -FI_ENODATA (%d)",
+	       ret);
+	fi_freeinfo(info);
+	hints->domain_attr->auth_key = NULL;
+	hints->domain_attr->auth_key_size = 0;
+	hints->ep_attr->auth_key = NULL;
+	hints->ep_attr->auth_key_size = 0;
+	fi_freeinfo(hints);
+}
+
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
@@ -1141,5 +1181,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < ARRAY_SIZE(cases); i++)
 		if (!only || strstr(cases[i].name, only))
 			run_case(&cases[i], PORT_BASE + (int)i * 2, seed);
+	/* last: the cases' children must load the provider themselves */
+	if (!only)
+		hints_keys();
 	return tap_done();
 }

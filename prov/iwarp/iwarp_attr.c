@@ -12,6 +12,7 @@
  * asked for and can feed a reply back in as hints.
  */
 #include "iwarp_attr.h"
+#include "iwarp_auth.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -278,6 +279,21 @@ static const struct iwarp_limit iwarp_ep_limits[] = {
 	IWARP_LIMIT(struct fi_ep_attr, rx_ctx_cnt),
 };
 
+/* A job key in hints: both the octets and their count, at most
+ * IWARP_AUTH_KEY_MAX of them (iwarp_auth.h). */
+static bool iwarp_key_hint_ok(const char *what, const uint8_t *key,
+			      size_t size)
+{
+	if (!key != !size)
+		return iwarp_reject("%s auth_key %s without its %s\n", what,
+				    key ? "octets" : "size",
+				    key ? "size" : "octets");
+	if (size > IWARP_AUTH_KEY_MAX)
+		return iwarp_reject("%s auth_key of %zu octets: at most %d\n",
+				    what, size, IWARP_AUTH_KEY_MAX);
+	return true;
+}
+
 static bool iwarp_ep_hints_ok(const struct fi_ep_attr *h,
 			      const struct fi_ep_attr *ours)
 {
@@ -291,8 +307,8 @@ static bool iwarp_ep_hints_ok(const struct fi_ep_attr *h,
 		return iwarp_reject("protocol_version %u: only up to %u\n",
 				    h->protocol_version,
 				    ours->protocol_version);
-	if (h->auth_key_size || h->auth_key)
-		return iwarp_reject("ep auth_key not supported\n");
+	if (!iwarp_key_hint_ok("ep", h->auth_key, h->auth_key_size))
+		return false;
 	return iwarp_limits_ok("ep_attr", h, ours, iwarp_ep_limits,
 			       IWARP_NLIMITS(iwarp_ep_limits));
 }
@@ -390,8 +406,8 @@ static bool iwarp_domain_hints_ok(const struct fi_domain_attr *h,
 {
 	if (!iwarp_domain_modes_ok(h, ours))
 		return false;
-	if (h->auth_key_size || h->auth_key)
-		return iwarp_reject("domain auth_key not supported\n");
+	if (!iwarp_key_hint_ok("domain", h->auth_key, h->auth_key_size))
+		return false;
 	return iwarp_bits_ok("domain caps", h->caps, ours->caps,
 			     FI_TYPE_CAPS) &&
 	       iwarp_limits_ok("domain_attr", h, ours, iwarp_domain_limits,
@@ -621,29 +637,63 @@ static void iwarp_narrow_attrs(struct fi_info *fi, const struct fi_info *hints)
 		fi->handle = hints->handle;
 }
 
-static bool iwarp_narrow(struct fi_info *fi, uint32_t version,
-			 const struct fi_info *hints)
+/* The job key of the hints comes back in the entries (fi_dupinfo copies
+ * it on), so fi_domain and fi_endpoint find it. 0 or -FI_ENOMEM. */
+static int iwarp_key_copy(uint8_t **key, size_t *size, const uint8_t *from,
+			  size_t from_size)
+{
+	if (!from_size)
+		return 0;
+	*key = malloc(from_size);
+	if (!*key)
+		return -FI_ENOMEM;
+	memcpy(*key, from, from_size);
+	*size = from_size;
+	return 0;
+}
+
+static int iwarp_narrow_keys(struct fi_info *fi, const struct fi_info *hints)
+{
+	int ret = 0;
+
+	if (hints->domain_attr)
+		ret = iwarp_key_copy(&fi->domain_attr->auth_key,
+				     &fi->domain_attr->auth_key_size,
+				     hints->domain_attr->auth_key,
+				     hints->domain_attr->auth_key_size);
+	if (!ret && hints->ep_attr)
+		ret = iwarp_key_copy(&fi->ep_attr->auth_key,
+				     &fi->ep_attr->auth_key_size,
+				     hints->ep_attr->auth_key,
+				     hints->ep_attr->auth_key_size);
+	return ret;
+}
+
+static int iwarp_narrow(struct fi_info *fi, uint32_t version,
+			const struct fi_info *hints)
 {
 	if (!iwarp_hints_ok(hints, fi) || !iwarp_narrow_caps(fi, hints) ||
 	    !iwarp_narrow_mr(fi, version, hints))
-		return false;
+		return -FI_ENODATA;
 	iwarp_narrow_attrs(fi, hints);
-	return true;
+	return iwarp_narrow_keys(fi, hints);
 }
 
 int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
 		    enum fi_ep_type type, struct fi_info **tmpl)
 {
 	struct fi_info *fi;
+	int ret;
 
 	*tmpl = NULL;
 	fi = fi_allocinfo();
 	if (!fi)
 		return -FI_ENOMEM;
 	iwarp_defaults(fi, version, type);
-	if (hints && !iwarp_narrow(fi, version, hints)) {
+	ret = hints ? iwarp_narrow(fi, version, hints) : 0;
+	if (ret) {
 		fi_freeinfo(fi);
-		return -FI_ENODATA;
+		return ret;
 	}
 	*tmpl = fi;
 	return 0;
