@@ -244,21 +244,11 @@ static inline void iwarp_stash_fini(struct iwarp_stash *s)
 }
 
 struct iwarp_rdm_ep {
-	struct fid_ep ep_fid;
-	struct iwarp_domain *dom;
-	struct iwarp_fabric *fab;
-	struct fi_info *info;
+	struct iwarp_ep_base base;	/* first: fids convert through it */
 	struct iwarp_av *av;
-	struct iwarp_cq *tx_cq, *rx_cq;
-	bool tx_selective, rx_selective;
-	struct iwarp_cntr *cntr_send, *cntr_recv;
-	struct iwarp_cntr *cntr_write, *cntr_read;
-	uint64_t tx_op_flags, rx_op_flags;
-	bool enabled;
 	bool closing;
 	bool directed;			/* FI_DIRECTED_RECV asked for */
 	bool async;			/* holds the fabric's progress thread */
-	size_t min_multi_recv;		/* FI_OPT_MIN_MULTI_RECV */
 	const struct iwarp_rdm_xport *xp;	/* carries new peers */
 	struct iwarp_rdm_xep *xe;	/* its state, once listening */
 	union iwarp_sockaddr name;
@@ -273,7 +263,7 @@ struct iwarp_rdm_ep {
 
 static inline struct iwarp_rdm_ep *iwarp_rdm_ep_of(struct fid *fid)
 {
-	return iwarp_container_of(fid, struct iwarp_rdm_ep, ep_fid.fid);
+	return iwarp_container_of(fid, struct iwarp_rdm_ep, base.ep_fid.fid);
 }
 
 
@@ -295,7 +285,7 @@ static inline bool iwarp_rdm_wants_cq(const struct iwarp_rdm_ep *ep,
 				      uint64_t flags)
 {
 	return !(flags & IWARP_INJECT_CALL) &&
-	       (!ep->tx_selective || (flags & FI_COMPLETION));
+	       (!ep->base.tx_selective || (flags & FI_COMPLETION));
 }
 
 /* ---- rdm_core.c: peers, operations, posting, credits */

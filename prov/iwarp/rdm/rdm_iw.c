@@ -139,7 +139,7 @@ rdm_iw_peer_open(struct iwarp_rdm_xep *xe, struct iwarp_rdm_peer *peer,
 	c->xe = xe;
 	c->peer = peer;
 	c->addr = *addr;
-	iwarp_rdm_addr_str(addr, c->name, sizeof(c->name));
+	iwarp_addr_str(addr, c->name, sizeof(c->name));
 	iwarp_list_init(&c->poll.link);
 	iwarp_list_init(&c->rx_poll.link);
 	c->poll.progress = rdm_iw_qp_progress;
@@ -424,7 +424,7 @@ static void rdm_iw_lost(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 static void rdm_iw_established(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 			       const struct iw_cm_event *ev)
 {
-	iwarp_log_established("RDM", ev);
+	iwarp_log_connected("RDM", iw_qp_label(qp), ev);
 	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
 		"RDM peer %s: connection %s up (ours %s)\n", c->name,
 		iw_qp_label(qp), rdm_iw_label(c->qp));
@@ -512,24 +512,6 @@ static void rdm_iw_reject(struct iwarp_rdm_xep *xe, struct iw_conn_req *req,
 	iw_reject(req, pd, sizeof(pd));
 }
 
-/* Whether a and b hold the same IP (IPv4 also as ::ffff:a.b.c.d). */
-static bool rdm_iw_same_ip(const union iwarp_sockaddr *a,
-			   const union iwarp_sockaddr *b)
-{
-	const struct in6_addr *v6;
-	const struct in_addr *v4;
-
-	if (a->sa.sa_family == b->sa.sa_family)
-		return a->sa.sa_family == AF_INET6 ?
-			       !memcmp(&a->sin6.sin6_addr, &b->sin6.sin6_addr,
-				       sizeof(struct in6_addr)) :
-			       a->sin.sin_addr.s_addr == b->sin.sin_addr.s_addr;
-	v6 = a->sa.sa_family == AF_INET6 ? &a->sin6.sin6_addr :
-					   &b->sin6.sin6_addr;
-	v4 = a->sa.sa_family == AF_INET ? &a->sin.sin_addr : &b->sin.sin_addr;
-	return IN6_IS_ADDR_V4MAPPED(v6) && !memcmp(&v6->s6_addr[12], v4, 4);
-}
-
 /*
  * A request speaks for the listening address its connection data claims
  * only when it comes from that address's IP: a process elsewhere cannot
@@ -544,10 +526,10 @@ static bool rdm_iw_claim_ok(struct iw_conn_req *req,
 
 	memset(&from, 0, sizeof(from));
 	if (!iw_conn_req_getpeer(req, &from.sa, &len) &&
-	    rdm_iw_same_ip(claim, &from))
+	    iwarp_addr_same_ip(claim, &from))
 		return true;
-	iwarp_rdm_addr_str(claim, c, sizeof(c));
-	iwarp_rdm_addr_str(&from, f, sizeof(f));
+	iwarp_addr_str(claim, c, sizeof(c));
+	iwarp_addr_str(&from, f, sizeof(f));
 	FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL, "RDM connection request from %s "
 		"claims to be %s: refused (the claimed IP must be the TCP "
 		"peer's)\n", f, c);

@@ -2,8 +2,6 @@
 /* The RDM header and connection private data on the wire (rdm_wire.h). */
 #include "rdm_wire.h"
 
-#include <arpa/inet.h>
-#include <stdio.h>
 #include <string.h>
 
 void iwarp_rdm_hdr_put(uint8_t *p, const struct iwarp_rdm_hdr *h)
@@ -90,17 +88,4 @@ int iwarp_rdm_pd_cmp(const struct iwarp_rdm_pdata *a,
 	iwarp_rdm_pd_put(pb, b);
 	c = memcmp(pa + 5, pb + 5, IWARP_RDM_PD_LEN - 5);
 	return c < 0 ? -1 : c > 0;
-}
-
-void iwarp_rdm_addr_str(const union iwarp_sockaddr *a, char *buf, size_t len)
-{
-	char ip[INET6_ADDRSTRLEN] = "?";
-
-	if (a->sa.sa_family == AF_INET6) {
-		inet_ntop(AF_INET6, &a->sin6.sin6_addr, ip, sizeof(ip));
-		snprintf(buf, len, "[%s]:%u", ip, ntohs(a->sin6.sin6_port));
-	} else {
-		inet_ntop(AF_INET, &a->sin.sin_addr, ip, sizeof(ip));
-		snprintf(buf, len, "%s:%u", ip, ntohs(a->sin.sin_port));
-	}
 }

@@ -63,7 +63,4 @@ int iwarp_rdm_pd_get(const uint8_t *p, size_t len, struct iwarp_rdm_pdata *d);
 int iwarp_rdm_pd_cmp(const struct iwarp_rdm_pdata *a,
 		     const struct iwarp_rdm_pdata *b);
 
-/* "127.0.0.1:23800" or "[::1]:23800", for log lines */
-void iwarp_rdm_addr_str(const union iwarp_sockaddr *a, char *buf, size_t len);
-
 #endif /* IWARP_RDM_WIRE_H */
