@@ -18,6 +18,7 @@ struct iwarp_params iwarp_params = {
 	.rfc7306 = 1,
 	.rdm_eager = IWARP_RDM_EAGER_DEFAULT,
 	.mpa_rev = 2,
+	.rdm_probe_ms = IWARP_RDM_PROBE_MS_DEFAULT,
 };
 
 static void iwarp_params_define(void)
@@ -69,6 +70,11 @@ static void iwarp_params_define(void)
 			"the MPA Reply before its first FPDU (the RTR, or the "
 			"first message without one): Linux siw misses FPDUs "
 			"that arrive right behind its Reply (default: 0)");
+	fi_param_define(&iwarp_prov, "rdm_probe_ms", FI_PARAM_INT,
+			"Milliseconds an RDM endpoint waits for a live peer "
+			"connection to answer a probe before a request "
+			"claiming that the peer restarted may replace it "
+			"(without a job key; 100..9000, default: 2000)");
 }
 
 /* "write,read" -> IW_RTR_WRITE | IW_RTR_READ; -1 for an unknown word */
@@ -145,6 +151,15 @@ static int iwarp_params_read(void)
 				"FI_IWARP_RTR_DELAY_MS=%d ignored (0..60000)\n",
 				val);
 	}
+	/* below the 10 s a held MPA Request may wait for its Reply */
+	if (!fi_param_get_int(&iwarp_prov, "rdm_probe_ms", &val)) {
+		if (val >= 100 && val <= 9000)
+			iwarp_params.rdm_probe_ms = val;
+		else
+			FI_WARN(&iwarp_prov, FI_LOG_CORE,
+				"FI_IWARP_RDM_PROBE_MS=%d ignored (100..9000)\n",
+				val);
+	}
 	return 0;
 }
 
@@ -196,6 +211,7 @@ void iwarp_params_fini(void)
 	iwarp_params.mpa_rev = 2;
 	iwarp_params.rtr = 0;
 	iwarp_params.rtr_delay_ms = 0;
+	iwarp_params.rdm_probe_ms = IWARP_RDM_PROBE_MS_DEFAULT;
 }
 
 void iwarp_engine_log(void *arg, int level, const char *msg)

@@ -325,7 +325,8 @@ struct iwarp_rdm_xconn *iwarp_rdm_peer_xconn(struct iwarp_rdm_ep *ep,
 bool iwarp_rdm_queued(struct iwarp_rdm_peer *peer);
 void iwarp_rdm_connected(struct iwarp_rdm_peer *peer);
 void iwarp_rdm_lost(struct iwarp_rdm_peer *peer, int err);
-void iwarp_rdm_unreachable(struct iwarp_rdm_peer *peer, int err);
+void iwarp_rdm_unreachable(struct iwarp_rdm_peer *peer, int err,
+			   int prov_errno);
 void iwarp_rdm_poll_add(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p);
 void iwarp_rdm_poll_del(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p);
 /* Closes every peer's connection; their operations fail as canceled. */

@@ -181,7 +181,8 @@ fi_addr_t iwarp_rdm_from(struct iwarp_rdm_peer *peer)
 
 /* Everything queued for a peer that cannot be reached fails; what still
  * has work requests in the transport ends when their flush completes. */
-static void iwarp_rdm_peer_fail(struct iwarp_rdm_peer *peer, int err)
+static void iwarp_rdm_peer_fail(struct iwarp_rdm_peer *peer, int err,
+				int prov_errno)
 {
 	struct iwarp_list *heads[] = { &peer->pending, &peer->inflight };
 	size_t i;
@@ -193,8 +194,10 @@ static void iwarp_rdm_peer_fail(struct iwarp_rdm_peer *peer, int err)
 
 			iwarp_list_del(&tx->link);
 			tx->listed = false;
-			if (!tx->status)
+			if (!tx->status) {
 				tx->status = err;
+				tx->prov_errno = prov_errno;
+			}
 			tx->posted = true;
 			iwarp_rdm_settle(peer->ep, tx);
 		}
@@ -210,7 +213,7 @@ void iwarp_rdm_peers_close(struct iwarp_rdm_ep *ep)
 		peer->xp->peer_close(peer->xc);
 		peer->xc = NULL;
 		peer->up = false;
-		iwarp_rdm_peer_fail(peer, FI_ECANCELED);
+		iwarp_rdm_peer_fail(peer, FI_ECANCELED, 0);
 		free(peer);
 	}
 }
@@ -239,14 +242,15 @@ void iwarp_rdm_connected(struct iwarp_rdm_peer *peer)
 void iwarp_rdm_lost(struct iwarp_rdm_peer *peer, int err)
 {
 	peer->up = false;
-	iwarp_rdm_peer_fail(peer, err);
+	iwarp_rdm_peer_fail(peer, err, 0);
 	iwarp_rdm_window_reset(peer);
 }
 
-void iwarp_rdm_unreachable(struct iwarp_rdm_peer *peer, int err)
+void iwarp_rdm_unreachable(struct iwarp_rdm_peer *peer, int err,
+			   int prov_errno)
 {
 	peer->up = false;
-	iwarp_rdm_peer_fail(peer, err);
+	iwarp_rdm_peer_fail(peer, err, prov_errno);
 }
 
 void iwarp_rdm_poll_add(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p)

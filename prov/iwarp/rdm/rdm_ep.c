@@ -142,6 +142,7 @@ static int iwarp_rdm_enable(struct iwarp_ep_base *b)
 {
 	struct iwarp_rdm_ep *ep = iwarp_container_of(b, struct iwarp_rdm_ep,
 						     base);
+	struct iwarp_auth_key key;
 	int ret;
 
 	if (b->enabled)
@@ -150,8 +151,11 @@ static int iwarp_rdm_enable(struct iwarp_ep_base *b)
 		return -FI_ENOCQ;
 	if (!ep->av)
 		return -FI_ENOAV;
+	ret = iwarp_auth_key_pick(&key, b->info);
+	if (ret)
+		return ret;
 	iwarp_lock(b->fab);
-	ret = ep->xp->listen(ep, b->dom, &ep->name, ep->instance,
+	ret = ep->xp->listen(ep, b->dom, &ep->name, ep->instance, &key,
 			     &iwarp_rdm_upcalls, &ep->xe);
 	if (!ret)
 		b->enabled = true;

@@ -16,6 +16,7 @@
 #define IWARP_RDM_VERSION 1
 #define IWARP_RDM_COLLISION 0x80
 #define IWARP_RDM_RFC7306 0x40		/* executes RFC 7306 atomics */
+#define IWARP_RDM_KEYREF 0x20		/* Reject: refused for the job key */
 #define IWARP_RDM_CREDITS 64		/* eager window per peer */
 
 enum iwarp_rdm_op {
