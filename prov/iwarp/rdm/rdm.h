@@ -50,7 +50,11 @@
  * high bit. Simultaneous connects keep the connection initiated by the
  * side whose (address, port, instance) is smaller; the other is rejected
  * with a collision Reply and its sender waits for the winner to arrive.
- * A request must come from the IP its private data claims.
+ * A request must come from the IP its private data claims, and one that
+ * claims a live peer restarted replaces its connection only once that
+ * is proven dead or the newcomer proved the job key. With a job key an
+ * auth block precedes these 32 octets and each side's first Send is its
+ * proof (rdm_iw.h, iwarp_auth.h).
  */
 #ifndef IWARP_RDM_H
 #define IWARP_RDM_H

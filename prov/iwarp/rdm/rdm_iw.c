@@ -342,8 +342,9 @@ static int rdm_iw_place(void *arg, struct iw_qp *qp, const struct iw_place *p,
 {
 	struct iwarp_rdm_xconn *c = arg;
 
-	if (c->gated && rdm_iw_auth_of(c, qp) && rdm_iw_auth_of(c, qp)->gated) {
-		*ctx = NULL;	/* the peer's proof: nothing to complete */
+	/* with a key, the first Send of a connection is the peer's proof */
+	if (c->gated && rdm_iw_gated(c, qp)) {
+		*ctx = NULL;	/* nothing to complete */
 		return rdm_iw_auth_proof_in(c, qp, p);
 	}
 	return c->xe->up->place(c->peer, p->peek, p->peek_len, dst, ctx);
@@ -466,8 +467,8 @@ static void rdm_iw_reply_in(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 
 void rdm_iw_ready(struct iwarp_rdm_xconn *c, struct iw_qp *qp)
 {
-	struct rdm_iw_auth *s = c->gated || rdm_iw_keyed(c->xe) ?
-					rdm_iw_auth_of(c, qp) : NULL;
+	struct rdm_iw_auth *s = rdm_iw_keyed(c->xe) ? rdm_iw_auth_of(c, qp) :
+						      NULL;
 
 	if (s && (!s->established || s->gated))
 		return;	/* not proven yet */

@@ -109,6 +109,13 @@ int rdm_iw_auth_begin(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 struct rdm_iw_auth *rdm_iw_auth_of(struct iwarp_rdm_xconn *c,
 				   struct iw_qp *qp);
 void rdm_iw_auth_end(struct iwarp_rdm_xconn *c, struct iw_qp *qp);
+/* qp still waits for the peer's proof */
+static inline bool rdm_iw_gated(struct iwarp_rdm_xconn *c, struct iw_qp *qp)
+{
+	struct rdm_iw_auth *s = rdm_iw_auth_of(c, qp);
+
+	return s && s->gated;
+}
 /* ESTABLISHED with a key: takes the Reply's nonce (initiator), sends our
  * proof; false when the connection was refused. */
 bool rdm_iw_auth_established(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
