@@ -21,6 +21,9 @@
  * - FI_IWARP_RDM_EAGER: sizes around the threshold arrive intact, and
  *   the threshold shows in when a send to a peer that has not posted its
  *   receive completes (eager: at once; rendezvous: after the receive);
+ * - the endpoint base shared with MSG: one CQ per direction, counters
+ *   for local events only, FI_GET/SETOPSFLAG and getopt/getname
+ *   contracts, fi_tx/rx_size_left -FI_ENOSYS, no bind once enabled;
  * - FI_IWARP_ALLOW_RXM: whether iwarp;ofi_rxm exists and comes before
  *   the native RDM entries, the log line that says it is off, and a
  *   message through iwarp;ofi_rxm when it is on.
@@ -123,6 +126,7 @@ struct node {
 	fi_addr_t peer;
 	int to, from;		/* socket to the peer process (both) */
 	bool still;		/* get() leaves the endpoint alone */
+	bool defer;		/* node_open leaves fi_enable to the caller */
 };
 
 static int node_open(struct node *n, uint64_t caps, enum fi_threading th)
@@ -168,7 +172,7 @@ static int node_open(struct node *n, uint64_t caps, enum fi_threading th)
 		ret = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV);
 	if (!ret)
 		ret = fi_ep_bind(n->ep, &n->av->fid, 0);
-	if (!ret)
+	if (!ret && !n->defer)
 		ret = fi_enable(n->ep);
 	return ret;
 }
@@ -2078,6 +2082,79 @@ static int rxm_role(struct node *n, bool on)
 static int rxm_on(struct node *n) { return rxm_role(n, true); }
 static int rxm_off(struct node *n) { return rxm_role(n, false); }
 
+/* ==== the endpoint base: binds, control, options as MSG has them ==== */
+
+static ssize_t size_left(struct fid_ep *ep, bool tx)
+{
+	return tx ? ep->ops->tx_size_left(ep) : ep->ops->rx_size_left(ep);
+}
+
+/* Binds before fi_enable: one CQ per direction, one AV, counters for
+ * local events only. */
+static void base_binds(struct node *n, struct fid_cntr *cntr)
+{
+	int t = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT);
+	int r = fi_ep_bind(n->ep, &n->cq->fid, FI_RECV);
+	int rw = fi_ep_bind(n->ep, &cntr->fid, FI_REMOTE_WRITE);
+	int none = fi_ep_bind(n->ep, &cntr->fid, 0);
+
+	check(t == -FI_EINVAL && r == -FI_EINVAL, "base: a second CQ for a "
+	      "direction -> -FI_EINVAL (%d, %d)", t, r);
+	check(rw == -FI_ENOSYS && none == -FI_EINVAL, "base: a counter for "
+	      "FI_REMOTE_WRITE -> -FI_ENOSYS (%d), for no event -> "
+	      "-FI_EINVAL (%d)", rw, none);
+	r = fi_ep_bind(n->ep, &n->av->fid, 0);
+	check(r == -FI_EINVAL, "base: a second AV -> -FI_EINVAL (%d)", r);
+}
+
+static void base_control(struct node *n)
+{
+	size_t v = 0, len = 1;
+	int g = fi_control(&n->ep->fid, FI_GETOPSFLAG, NULL);
+	int s = fi_control(&n->ep->fid, FI_SETOPSFLAG, NULL);
+	ssize_t tx = size_left(n->ep, true), rx = size_left(n->ep, false);
+	int o = fi_getopt(&n->ep->fid, FI_OPT_ENDPOINT,
+			  FI_OPT_MIN_MULTI_RECV, &v, &len);
+
+	check(g == -FI_EINVAL && s == -FI_EINVAL, "base: FI_GET/SETOPSFLAG "
+	      "with NULL -> -FI_EINVAL (%d, %d)", g, s);
+	check(tx == -FI_ENOSYS && rx == -FI_ENOSYS, "base: fi_tx/rx_size_left "
+	      "-> -FI_ENOSYS, as MSG (%zd, %zd)", tx, rx);
+	check(o == -FI_ETOOSMALL && len == sizeof(size_t), "base: getopt "
+	      "FI_OPT_MIN_MULTI_RECV into 1 octet -> -FI_ETOOSMALL, needs %zu "
+	      "(%d, %zu)", sizeof(size_t), o, len);
+}
+
+static int base_role(struct node *n)
+{
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+	struct fid_cntr *cntr = NULL;
+	char name[64];
+	size_t len = 1;
+	int ret, b, g;
+
+	n->defer = true;
+	ret = node_open(n, FI_MSG | FI_TAGGED, 0);
+	if (!ret)
+		ret = fi_cntr_open(n->domain, &ca, &cntr, NULL);
+	if (!check(!ret, "base: endpoint and counter open (%d)", ret))
+		goto out;
+	base_binds(n, cntr);
+	base_control(n);
+	ret = fi_enable(n->ep);
+	b = fi_ep_bind(n->ep, &cntr->fid, FI_SEND);
+	g = fi_getname(&n->ep->fid, name, &len);
+	check(!ret && b == -FI_EBUSY && g == -FI_ETOOSMALL && len >= 16,
+	      "base: after fi_enable (%d) a bind -> -FI_EBUSY (%d); getname "
+	      "into 1 octet -> -FI_ETOOSMALL with the size (%d, %zu)", ret,
+	      b, g, len);
+out:
+	if (cntr)
+		fi_close(&cntr->fid);
+	node_close(n);
+	return 0;
+}
+
 /* ==== the parent: runs children, prints what they owe ==== */
 
 struct role {
@@ -2298,6 +2375,8 @@ static const struct role eg_s[3] = {
 	{ "eager 1000000 (262144) sender", 4, eg_tx,
 	  { "FI_IWARP_RDM_EAGER=1000000" }, 262144 },
 };
+static const struct role base_r = { "endpoint base", 8, base_role,
+				    DEF_EAGER };
 static const struct role rxm_r[2] = {
 	{ "allow_rxm off", 4, rxm_off,
 	  { "FI_IWARP_ALLOW_RXM=0", "FI_LOG_LEVEL" } },
@@ -2318,5 +2397,6 @@ int main(void)
 		run(&eg_r[i], &eg_s[i], 40);
 	for (i = 0; i < 2; i++)
 		run(&rxm_r[i], NULL, 30);
+	run(&base_r, NULL, 30);
 	return tap_done();
 }

@@ -68,7 +68,10 @@ struct iwarp_params {
 	/* every listener (0: the engine's default) */
 	size_t listen_pending;	/* connections held before a decision */
 	int mpa_timeout_ms;	/* time to send the whole MPA Request */
+	int rdm_probe_ms;	/* bound of a live connection's probe */
 };
+
+#define IWARP_RDM_PROBE_MS_DEFAULT 2000
 
 #define IWARP_RDM_UNEXP_MAX_DEFAULT ((size_t)256 << 20)
 
@@ -261,6 +264,9 @@ int iwarp_wait_block(struct iwarp_fabric *fab, struct iwarp_wait *w,
 /* prov_errno of an iWARP error triple: nonzero, decodable back. */
 #define IWARP_PROV_ERRNO(l, t, c) \
 	(0x10000 | ((l) & 0xf) << 12 | ((t) & 0xf) << 8 | ((c) & 0xff))
+/* prov_errno of a connection refused for its job key (iwarp_auth.h):
+ * wrong or missing key, or a replayed handshake. */
+#define IWARP_PROV_ERRNO_AUTH 0x20001
 /* Text for fi_cq_strerror / fi_eq_strerror; NULL if not ours. */
 const char *iwarp_prov_errno_str(int prov_errno);
 /* The strerror op of CQs and EQs: ours decoded, else fi_strerror(). */

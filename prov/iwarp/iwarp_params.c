@@ -18,6 +18,7 @@ struct iwarp_params iwarp_params = {
 	.rfc7306 = 1,
 	.rdm_eager = IWARP_RDM_EAGER_DEFAULT,
 	.mpa_rev = 2,
+	.rdm_probe_ms = IWARP_RDM_PROBE_MS_DEFAULT,
 };
 
 static void iwarp_params_define(void)
@@ -69,6 +70,11 @@ static void iwarp_params_define(void)
 			"the MPA Reply before its first FPDU (the RTR, or the "
 			"first message without one): Linux siw misses FPDUs "
 			"that arrive right behind its Reply (default: 0)");
+	fi_param_define(&iwarp_prov, "rdm_probe_ms", FI_PARAM_INT,
+			"Milliseconds an RDM endpoint waits for a live peer "
+			"connection to answer a probe before a request "
+			"claiming that the peer restarted may replace it "
+			"(without a job key; 100..9000, default: 2000)");
 	fi_param_define(&iwarp_prov, "listen_pending", FI_PARAM_SIZE_T,
 			"Connections a listener (passive or RDM endpoint) "
 			"holds before they are decided: still sending their "
@@ -183,6 +189,15 @@ static int iwarp_params_read(void)
 				val);
 	}
 	iwarp_params_listen();
+	/* below the 10 s a held MPA Request may wait for its Reply */
+	if (!fi_param_get_int(&iwarp_prov, "rdm_probe_ms", &val)) {
+		if (val >= 100 && val <= 9000)
+			iwarp_params.rdm_probe_ms = val;
+		else
+			FI_WARN(&iwarp_prov, FI_LOG_CORE,
+				"FI_IWARP_RDM_PROBE_MS=%d ignored (100..9000)\n",
+				val);
+	}
 	return 0;
 }
 
@@ -237,6 +252,7 @@ void iwarp_params_fini(void)
 	iwarp_params.listen_pending = 0;
 	iwarp_params.mpa_timeout_ms = 0;
 	iw_listen_set_defaults(0, 0);
+	iwarp_params.rdm_probe_ms = IWARP_RDM_PROBE_MS_DEFAULT;
 }
 
 void iwarp_engine_log(void *arg, int level, const char *msg)

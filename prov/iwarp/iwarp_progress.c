@@ -660,6 +660,9 @@ int iwarp_wait_block(struct iwarp_fabric *fab, struct iwarp_wait *w,
 
 const char *iwarp_prov_errno_str(int prov_errno)
 {
+	if (prov_errno == IWARP_PROV_ERRNO_AUTH)
+		return "job key authentication failed (the peer's key "
+		       "differs or is missing, or its proof was replayed)";
 	if (prov_errno < 0 || (prov_errno & ~0x1ffff) ||
 	    !(prov_errno & 0x10000))
 		return NULL;

@@ -50,7 +50,11 @@
  * high bit. Simultaneous connects keep the connection initiated by the
  * side whose (address, port, instance) is smaller; the other is rejected
  * with a collision Reply and its sender waits for the winner to arrive.
- * A request must come from the IP its private data claims.
+ * A request must come from the IP its private data claims, and one that
+ * claims a live peer restarted replaces its connection only once that
+ * is proven dead or the newcomer proved the job key. With a job key an
+ * auth block precedes these 32 octets and each side's first Send is its
+ * proof (rdm_iw.h, iwarp_auth.h).
  */
 #ifndef IWARP_RDM_H
 #define IWARP_RDM_H
@@ -244,21 +248,11 @@ static inline void iwarp_stash_fini(struct iwarp_stash *s)
 }
 
 struct iwarp_rdm_ep {
-	struct fid_ep ep_fid;
-	struct iwarp_domain *dom;
-	struct iwarp_fabric *fab;
-	struct fi_info *info;
+	struct iwarp_ep_base base;	/* first: fids convert through it */
 	struct iwarp_av *av;
-	struct iwarp_cq *tx_cq, *rx_cq;
-	bool tx_selective, rx_selective;
-	struct iwarp_cntr *cntr_send, *cntr_recv;
-	struct iwarp_cntr *cntr_write, *cntr_read;
-	uint64_t tx_op_flags, rx_op_flags;
-	bool enabled;
 	bool closing;
 	bool directed;			/* FI_DIRECTED_RECV asked for */
 	bool async;			/* holds the fabric's progress thread */
-	size_t min_multi_recv;		/* FI_OPT_MIN_MULTI_RECV */
 	const struct iwarp_rdm_xport *xp;	/* carries new peers */
 	struct iwarp_rdm_xep *xe;	/* its state, once listening */
 	union iwarp_sockaddr name;
@@ -273,7 +267,7 @@ struct iwarp_rdm_ep {
 
 static inline struct iwarp_rdm_ep *iwarp_rdm_ep_of(struct fid *fid)
 {
-	return iwarp_container_of(fid, struct iwarp_rdm_ep, ep_fid.fid);
+	return iwarp_container_of(fid, struct iwarp_rdm_ep, base.ep_fid.fid);
 }
 
 
@@ -295,7 +289,7 @@ static inline bool iwarp_rdm_wants_cq(const struct iwarp_rdm_ep *ep,
 				      uint64_t flags)
 {
 	return !(flags & IWARP_INJECT_CALL) &&
-	       (!ep->tx_selective || (flags & FI_COMPLETION));
+	       (!ep->base.tx_selective || (flags & FI_COMPLETION));
 }
 
 /* ---- rdm_core.c: peers, operations, posting, credits */
@@ -335,7 +329,8 @@ struct iwarp_rdm_xconn *iwarp_rdm_peer_xconn(struct iwarp_rdm_ep *ep,
 bool iwarp_rdm_queued(struct iwarp_rdm_peer *peer);
 void iwarp_rdm_connected(struct iwarp_rdm_peer *peer);
 void iwarp_rdm_lost(struct iwarp_rdm_peer *peer, int err);
-void iwarp_rdm_unreachable(struct iwarp_rdm_peer *peer, int err);
+void iwarp_rdm_unreachable(struct iwarp_rdm_peer *peer, int err,
+			   int prov_errno);
 void iwarp_rdm_poll_add(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p);
 void iwarp_rdm_poll_del(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p);
 /* Closes every peer's connection; their operations fail as canceled. */

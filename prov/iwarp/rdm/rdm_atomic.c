@@ -227,7 +227,7 @@ static int iwarp_at_run(struct iwarp_rdm_peer *peer,
 	    n > IWARP_RDM_ATOMIC_MAX / size ||
 	    h->len != n * size * iwarp_at_arrays(op))
 		return FI_EINVAL;
-	t = iw_mr_translate(peer->ep->dom->pd, h->stag, h->addr, n * size,
+	t = iw_mr_translate(peer->ep->base.dom->pd, h->stag, h->addr, n * size,
 			    access, &ecode);
 	if (!t) {
 		FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
@@ -550,7 +550,7 @@ static ssize_t iwarp_rdm_atomic_write(struct fid_ep *e, const void *buf,
 	(void)desc;
 	return iwarp_rdm_atomic_call(e, IWARP_AT_WRITE, &ioc, 1, NULL, 0, NULL,
 				     0, dest, addr, key, dt, op, context,
-				     RDM(e)->tx_op_flags);
+				     RDM(e)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_rdm_atomic_writev(struct fid_ep *e,
@@ -563,7 +563,7 @@ static ssize_t iwarp_rdm_atomic_writev(struct fid_ep *e,
 	(void)desc;
 	return iwarp_rdm_atomic_call(e, IWARP_AT_WRITE, iov, count, NULL, 0,
 				     NULL, 0, dest, addr, key, dt, op, context,
-				     RDM(e)->tx_op_flags);
+				     RDM(e)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_rdm_atomic_writemsg(struct fid_ep *e,
@@ -585,7 +585,7 @@ static ssize_t iwarp_rdm_atomic_inject(struct fid_ep *e, const void *buf,
 
 	return iwarp_rdm_atomic_call(e, IWARP_AT_WRITE, &ioc, 1, NULL, 0, NULL,
 				     0, dest, addr, key, dt, op, NULL,
-				     RDM(e)->tx_op_flags | FI_INJECT |
+				     RDM(e)->base.tx_op_flags | FI_INJECT |
 					     IWARP_INJECT_CALL);
 }
 
@@ -602,7 +602,7 @@ static ssize_t iwarp_rdm_atomic_readwrite(struct fid_ep *e, const void *buf,
 	(void)result_desc;
 	return iwarp_rdm_atomic_call(e, IWARP_AT_FETCH, &ioc, 1, NULL, 0, &res,
 				     1, dest, addr, key, dt, op, context,
-				     RDM(e)->tx_op_flags);
+				     RDM(e)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_rdm_atomic_readwritev(struct fid_ep *e,
@@ -619,7 +619,7 @@ static ssize_t iwarp_rdm_atomic_readwritev(struct fid_ep *e,
 	(void)result_desc;
 	return iwarp_rdm_atomic_call(e, IWARP_AT_FETCH, iov, count, NULL, 0,
 				     resultv, result_count, dest, addr, key,
-				     dt, op, context, RDM(e)->tx_op_flags);
+				     dt, op, context, RDM(e)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_rdm_atomic_readwritemsg(struct fid_ep *e,
@@ -653,7 +653,7 @@ static ssize_t iwarp_rdm_atomic_compwrite(struct fid_ep *e, const void *buf,
 	(void)result_desc;
 	return iwarp_rdm_atomic_call(e, IWARP_AT_COMPARE, &ioc, 1, &cmp, 1,
 				     &res, 1, dest, addr, key, dt, op, context,
-				     RDM(e)->tx_op_flags);
+				     RDM(e)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_rdm_atomic_compwritev(
@@ -669,7 +669,7 @@ static ssize_t iwarp_rdm_atomic_compwritev(
 	return iwarp_rdm_atomic_call(e, IWARP_AT_COMPARE, iov, count, comparev,
 				     compare_count, resultv, result_count,
 				     dest, addr, key, dt, op, context,
-				     RDM(e)->tx_op_flags);
+				     RDM(e)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_rdm_atomic_compwritemsg(

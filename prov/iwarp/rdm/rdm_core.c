@@ -41,16 +41,6 @@ int iwarp_rdm_tx_flatten(struct iwarp_rdm_tx *tx)
 	return 0;
 }
 
-static struct iwarp_cntr *iwarp_rdm_tx_cntr(struct iwarp_rdm_ep *ep,
-					    uint64_t flags)
-{
-	if (flags & FI_READ)
-		return ep->cntr_read;
-	if (flags & FI_WRITE)
-		return ep->cntr_write;
-	return ep->cntr_send;
-}
-
 void iwarp_rdm_tx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
 		       int err)
 {
@@ -62,14 +52,14 @@ void iwarp_rdm_tx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
 	free(tx->copy);
 	if (!tx->ctrl) {
 		if (err)
-			iwarp_cq_write_err(ep->tx_cq, tx->context, tx->cq_flags,
+			iwarp_cq_write_err(ep->base.tx_cq, tx->context, tx->cq_flags,
 					   tx->len, NULL, 0, tag, err,
 					   tx->prov_errno, NULL, 0, 0);
 		else if (tx->cq)
-			iwarp_cq_write(ep->tx_cq, tx->context, tx->cq_flags,
+			iwarp_cq_write(ep->base.tx_cq, tx->context, tx->cq_flags,
 				       tx->len, NULL, 0, tag,
 				       FI_ADDR_NOTAVAIL);
-		cntr = iwarp_rdm_tx_cntr(ep, tx->cq_flags);
+		cntr = iwarp_ep_base_cntr(&ep->base, tx->cq_flags);
 		if (cntr)
 			(err ? iwarp_cntr_inc_err : iwarp_cntr_inc)(cntr);
 	}
@@ -117,18 +107,6 @@ void iwarp_rdm_tx_wr_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
 
 /* ---- peers */
 
-static bool iwarp_sa_equal(const union iwarp_sockaddr *a,
-			   const union iwarp_sockaddr *b)
-{
-	if (a->sa.sa_family != b->sa.sa_family)
-		return false;
-	if (a->sa.sa_family == AF_INET6)
-		return a->sin6.sin6_port == b->sin6.sin6_port &&
-		       !memcmp(&a->sin6.sin6_addr, &b->sin6.sin6_addr, 16);
-	return a->sin.sin_port == b->sin.sin_port &&
-	       a->sin.sin_addr.s_addr == b->sin.sin_addr.s_addr;
-}
-
 static struct iwarp_rdm_peer *iwarp_rdm_peer_find(struct iwarp_rdm_ep *ep,
 						  const union iwarp_sockaddr *a)
 {
@@ -138,7 +116,7 @@ static struct iwarp_rdm_peer *iwarp_rdm_peer_find(struct iwarp_rdm_ep *ep,
 		struct iwarp_rdm_peer *p =
 			iwarp_container_of(e, struct iwarp_rdm_peer, link);
 
-		if (iwarp_sa_equal(&p->addr, a))
+		if (iwarp_addr_equal(&p->addr, a))
 			return p;
 	}
 	return NULL;
@@ -164,7 +142,7 @@ struct iwarp_rdm_peer *iwarp_rdm_peer_get(struct iwarp_rdm_ep *ep,
 		return NULL;
 	p->ep = ep;
 	p->addr = *a;
-	iwarp_rdm_addr_str(a, p->name, sizeof(p->name));
+	iwarp_addr_str(a, p->name, sizeof(p->name));
 	iwarp_rdm_window_reset(p);
 	iwarp_list_init(&p->pending);
 	iwarp_list_init(&p->inflight);
@@ -183,7 +161,7 @@ struct iwarp_rdm_peer *iwarp_rdm_dest(struct iwarp_rdm_ep *ep,
 {
 	const union iwarp_sockaddr *addr;
 
-	addr = ep->enabled && ep->av ? iwarp_av_addr(ep->av, dest) : NULL;
+	addr = ep->base.enabled && ep->av ? iwarp_av_addr(ep->av, dest) : NULL;
 	return addr ? iwarp_rdm_peer_get(ep, addr) : NULL;
 }
 
@@ -203,7 +181,8 @@ fi_addr_t iwarp_rdm_from(struct iwarp_rdm_peer *peer)
 
 /* Everything queued for a peer that cannot be reached fails; what still
  * has work requests in the transport ends when their flush completes. */
-static void iwarp_rdm_peer_fail(struct iwarp_rdm_peer *peer, int err)
+static void iwarp_rdm_peer_fail(struct iwarp_rdm_peer *peer, int err,
+				int prov_errno)
 {
 	struct iwarp_list *heads[] = { &peer->pending, &peer->inflight };
 	size_t i;
@@ -215,8 +194,10 @@ static void iwarp_rdm_peer_fail(struct iwarp_rdm_peer *peer, int err)
 
 			iwarp_list_del(&tx->link);
 			tx->listed = false;
-			if (!tx->status)
+			if (!tx->status) {
 				tx->status = err;
+				tx->prov_errno = prov_errno;
+			}
 			tx->posted = true;
 			iwarp_rdm_settle(peer->ep, tx);
 		}
@@ -232,7 +213,7 @@ void iwarp_rdm_peers_close(struct iwarp_rdm_ep *ep)
 		peer->xp->peer_close(peer->xc);
 		peer->xc = NULL;
 		peer->up = false;
-		iwarp_rdm_peer_fail(peer, FI_ECANCELED);
+		iwarp_rdm_peer_fail(peer, FI_ECANCELED, 0);
 		free(peer);
 	}
 }
@@ -261,29 +242,30 @@ void iwarp_rdm_connected(struct iwarp_rdm_peer *peer)
 void iwarp_rdm_lost(struct iwarp_rdm_peer *peer, int err)
 {
 	peer->up = false;
-	iwarp_rdm_peer_fail(peer, err);
+	iwarp_rdm_peer_fail(peer, err, 0);
 	iwarp_rdm_window_reset(peer);
 }
 
-void iwarp_rdm_unreachable(struct iwarp_rdm_peer *peer, int err)
+void iwarp_rdm_unreachable(struct iwarp_rdm_peer *peer, int err,
+			   int prov_errno)
 {
 	peer->up = false;
-	iwarp_rdm_peer_fail(peer, err);
+	iwarp_rdm_peer_fail(peer, err, prov_errno);
 }
 
 void iwarp_rdm_poll_add(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p)
 {
-	iwarp_pollable_add(ep->fab, p);
-	iwarp_wait_bind(&ep->tx_cq->wait, p);
-	if (ep->rx_cq != ep->tx_cq)
-		iwarp_wait_bind(&ep->rx_cq->wait, p);
+	iwarp_pollable_add(ep->base.fab, p);
+	iwarp_wait_bind(&ep->base.tx_cq->wait, p);
+	if (ep->base.rx_cq != ep->base.tx_cq)
+		iwarp_wait_bind(&ep->base.rx_cq->wait, p);
 }
 
 void iwarp_rdm_poll_del(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p)
 {
-	iwarp_wait_unbind(&ep->tx_cq->wait, p);
-	if (ep->rx_cq != ep->tx_cq)
-		iwarp_wait_unbind(&ep->rx_cq->wait, p);
+	iwarp_wait_unbind(&ep->base.tx_cq->wait, p);
+	if (ep->base.rx_cq != ep->base.tx_cq)
+		iwarp_wait_unbind(&ep->base.rx_cq->wait, p);
 	iwarp_pollable_del(p);
 }
 
@@ -502,12 +484,12 @@ ssize_t iwarp_rdm_submit(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
 {
 	struct iwarp_rdm_peer *peer;
 
-	iwarp_lock(ep->fab);
+	iwarp_lock(ep->base.fab);
 	peer = iwarp_rdm_dest(ep, dest);
 	if (!peer) {
-		bool enabled = ep->enabled;
+		bool enabled = ep->base.enabled;
 
-		iwarp_unlock(ep->fab);
+		iwarp_unlock(ep->base.fab);
 		free(tx->copy);
 		free(tx);
 		return enabled ? -FI_EINVAL : -FI_EOPBADSTATE;
@@ -515,7 +497,7 @@ ssize_t iwarp_rdm_submit(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
 	if (tx->wdata || tx->kind == IWARP_RDM_K_ATOMIC)
 		tx->hdr.msg_id = ++ep->next_msg_id;
 	iwarp_rdm_queue(peer, tx);
-	iwarp_unlock(ep->fab);
+	iwarp_unlock(ep->base.fab);
 	return 0;
 }
 

@@ -5,56 +5,25 @@
  * with an RTR so either side may send first. Collisions are resolved by
  * iwarp_rdm_pd_cmp(), connects retried a bounded number of times, claims
  * checked against the TCP source, and engine completions turned into
- * upcalls. Knows nothing of the RDM protocol beyond its wire codecs.
+ * upcalls. Job keys and restart claims are its guard's (rdm_iw_guard.c,
+ * rdm_iw.h). Knows nothing of the RDM protocol beyond its wire codecs.
  */
-#include "rdm_wire.h"
-#include "rdm_xport.h"
+#include "rdm_iw.h"
 
+#include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ULPDU of every FPDU an RDM connection sends: 64 KiB less 4 */
-#define IWARP_RDM_MULPDU 65532
-#define IWARP_RDM_CONNECT_TRIES 5
-
-struct iwarp_rdm_xep {
-	struct iwarp_rdm_ep *ep;	/* the owner, named in upcalls */
-	const struct iwarp_rdm_upcalls *up;
-	struct iwarp_domain *dom;
-	union iwarp_sockaddr name;	/* where peers reach us */
-	uint64_t instance;
-	struct iw_listener *l;
-	struct iwarp_pollable lpoll;
-	struct iw_qp **dead;		/* QPs to destroy outside callbacks */
-	size_t ndead, deadcap;
-};
-
-struct iwarp_rdm_xconn {
-	struct iwarp_rdm_xep *xe;
-	struct iwarp_rdm_peer *peer;
-	union iwarp_sockaddr addr;	/* the peer's listening address */
-	char name[64];			/* ... as text */
-	uint64_t instance;		/* 0 until the peer told us */
-	struct iw_qp *qp;		/* the connection we send on */
-	struct iw_qp *rx_qp;		/* self: the accepted half */
-	bool rfc7306;			/* the peer announced RFC 7306 */
-	bool initiated;			/* qp is our connect, not an accept */
-	bool up;
-	struct iwarp_pollable poll, rx_poll;
-	int tries;
-	uint64_t retry_at;
-};
-
 static const struct iw_qp_ops rdm_iw_qp_ops;
 
-static const char *rdm_iw_label(struct iw_qp *qp)
+const char *rdm_iw_label(struct iw_qp *qp)
 {
 	return qp ? iw_qp_label(qp) : "none";
 }
 
 /* ---- QPs that end inside engine callbacks */
 
-static void rdm_iw_bury(struct iwarp_rdm_xep *xe, struct iw_qp *qp)
+void rdm_iw_bury(struct iwarp_rdm_xep *xe, struct iw_qp *qp)
 {
 	if (!qp)
 		return;
@@ -88,6 +57,8 @@ static void rdm_iw_qp_progress(struct iwarp_pollable *p)
 
 	if (c->qp)
 		iw_qp_progress(c->qp);
+	if (c->probe_until)
+		rdm_iw_probe_tick(c);
 	if (!c->up && !c->qp && iw_now_ms() >= c->retry_at &&
 	    c->xe->up->queued(c->peer))
 		rdm_iw_connect(c);
@@ -104,6 +75,8 @@ static void rdm_iw_qp_poll_info(struct iwarp_pollable *p, int *fd,
 	*events = c->qp ? iw_qp_poll_events(c->qp) : 0;
 	*deadline = c->qp ? iw_qp_deadline(c->qp) :
 		    c->xe->up->queued(c->peer) ? c->retry_at : 0;
+	if (c->probe_until && (!*deadline || c->probe_until < *deadline))
+		*deadline = c->probe_until;
 }
 
 static void rdm_iw_rxqp_progress(struct iwarp_pollable *p)
@@ -139,7 +112,7 @@ rdm_iw_peer_open(struct iwarp_rdm_xep *xe, struct iwarp_rdm_peer *peer,
 	c->xe = xe;
 	c->peer = peer;
 	c->addr = *addr;
-	iwarp_rdm_addr_str(addr, c->name, sizeof(c->name));
+	iwarp_addr_str(addr, c->name, sizeof(c->name));
 	iwarp_list_init(&c->poll.link);
 	iwarp_list_init(&c->rx_poll.link);
 	c->poll.progress = rdm_iw_qp_progress;
@@ -154,11 +127,12 @@ static void rdm_iw_peer_close(struct iwarp_rdm_xconn *c)
 {
 	struct iwarp_rdm_xep *xe = c->xe;
 
+	rdm_iw_claim_close(c);
 	xe->up->poll_del(xe->ep, &c->poll);
-	if (c->rx_qp) {
+	if (c->rx_polled)
 		xe->up->poll_del(xe->ep, &c->rx_poll);
+	if (c->rx_qp)
 		iw_qp_destroy(c->rx_qp);
-	}
 	if (c->qp)
 		iw_qp_destroy(c->qp);
 	rdm_iw_reap(xe);
@@ -166,15 +140,15 @@ static void rdm_iw_peer_close(struct iwarp_rdm_xconn *c)
 }
 
 /* RFC 7306 on a connection when both sides offer it. */
-static void rdm_iw_atomics_on(struct iwarp_rdm_xconn *c, struct iw_qp *qp)
+static bool rdm_iw_atomics_on(struct iw_qp *qp, bool peer_offers)
 {
-	bool on = iwarp_params.rfc7306 && c->rfc7306;
+	bool on = iwarp_params.rfc7306 && peer_offers;
 
-	c->rfc7306 = on;
 	if (on && !iw_qp_set_atomics(qp, true))
 		FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
 			"RDM connection %s carries RFC 7306 atomics\n",
 			iw_qp_label(qp));
+	return on;
 }
 
 static struct iw_qp *rdm_iw_qp_new(struct iwarp_rdm_xconn *c)
@@ -195,6 +169,7 @@ static struct iw_qp *rdm_iw_qp_new(struct iwarp_rdm_xconn *c)
 	return iw_qp_create(c->xe->dom->pd, &attr, &qp) ? NULL : qp;
 }
 
+/* Our RDM connection data at buf (after the auth block, if any). */
 static void rdm_iw_pdata(struct iwarp_rdm_xep *xe, uint8_t *buf,
 			 uint8_t flags)
 {
@@ -208,20 +183,28 @@ static void rdm_iw_pdata(struct iwarp_rdm_xep *xe, uint8_t *buf,
 	iwarp_rdm_pd_put(buf, &d);
 }
 
-static void rdm_iw_conn_param(struct iw_conn_param *p, const uint8_t *pd)
+/* pd holds the auth block first when the endpoint has a key. */
+static void rdm_iw_conn_param(struct iwarp_rdm_xep *xe,
+			      struct iw_conn_param *p, const uint8_t *pd)
 {
 	memset(p, 0, sizeof(*p));
 	p->ird = IWARP_RDMA_DEPTH;
 	p->ord = IWARP_RDMA_DEPTH;
 	p->crc = iwarp_params.crc;
 	p->pdata = pd;
-	p->pdata_len = IWARP_RDM_PD_LEN;
+	p->pdata_len = rdm_iw_keyed(xe) ? IWARP_RDM_PD_MAX : IWARP_RDM_PD_LEN;
+}
+
+/* Our private data; the auth block comes from rdm_iw_auth_begin. */
+static size_t rdm_iw_rdm_off(struct iwarp_rdm_xep *xe)
+{
+	return rdm_iw_keyed(xe) ? IWARP_AUTH_PD_LEN : 0;
 }
 
 /* Starts (or restarts) the connection to a peer that has work queued. */
 static void rdm_iw_connect(struct iwarp_rdm_xconn *c)
 {
-	uint8_t pd[IWARP_RDM_PD_LEN];
+	uint8_t pd[IWARP_RDM_PD_MAX];
 	union iwarp_sockaddr src;
 	struct iw_conn_param p;
 
@@ -230,8 +213,15 @@ static void rdm_iw_connect(struct iwarp_rdm_xconn *c)
 	c->qp = rdm_iw_qp_new(c);
 	if (!c->qp)
 		return;
-	rdm_iw_pdata(c->xe, pd, 0);
-	rdm_iw_conn_param(&p, pd);
+	if (rdm_iw_keyed(c->xe) &&
+	    rdm_iw_auth_begin(c, c->qp, true, NULL, pd)) {
+		rdm_iw_bury(c->xe, c->qp);
+		c->qp = NULL;
+		c->retry_at = iw_now_ms() + 100;
+		return;
+	}
+	rdm_iw_pdata(c->xe, pd + rdm_iw_rdm_off(c->xe), 0);
+	rdm_iw_conn_param(c->xe, &p, pd);
 	/* from the address our connection data claims, so the peer can
 	 * check the claim against the TCP source (rdm_iw_claim_ok) */
 	src = c->xe->name;
@@ -248,6 +238,7 @@ static void rdm_iw_connect(struct iwarp_rdm_xconn *c)
 		iw_qp_label(c->qp), c->tries);
 	if (iw_qp_connect(c->qp, &c->addr.sa, iwarp_sa_len(&c->addr.sa),
 			  &p)) {
+		rdm_iw_auth_end(c, c->qp);
 		rdm_iw_bury(c->xe, c->qp);
 		c->qp = NULL;
 		c->retry_at = iw_now_ms() + 100;
@@ -351,6 +342,11 @@ static int rdm_iw_place(void *arg, struct iw_qp *qp, const struct iw_place *p,
 {
 	struct iwarp_rdm_xconn *c = arg;
 
+	/* with a key, the first Send of a connection is the peer's proof */
+	if (c->gated && rdm_iw_gated(c, qp)) {
+		*ctx = NULL;	/* nothing to complete */
+		return rdm_iw_auth_proof_in(c, qp, p);
+	}
 	return c->xe->up->place(c->peer, p->peek, p->peek_len, dst, ctx);
 }
 
@@ -365,6 +361,12 @@ static void rdm_iw_complete(void *arg, struct iw_qp *qp,
 		if (wc->ctx)
 			up->recv(c->peer, wc->ctx, wc->byte_len,
 				 wc->status == IW_WC_SUCCESS);
+		return;
+	}
+	/* our proofs and probes: contexts inside c */
+	if ((uintptr_t)wc->ctx - (uintptr_t)c < sizeof(*c)) {
+		if (wc->ctx == &c->probe_until && qp == c->qp)
+			rdm_iw_probe_done(c, wc->status == IW_WC_SUCCESS);
 		return;
 	}
 	if (wc->status != IW_WC_SUCCESS) {
@@ -384,11 +386,28 @@ static void rdm_iw_retry(struct iwarp_rdm_xconn *c)
 		FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
 			"RDM peer %s unreachable after %d attempts\n",
 			c->name, c->tries);
-		c->xe->up->unreachable(c->peer, FI_EHOSTUNREACH);
+		c->xe->up->unreachable(c->peer, FI_EHOSTUNREACH, 0);
 		c->tries = 0;
 		return;
 	}
 	c->retry_at = iw_now_ms() + (50u << c->tries);
+}
+
+/* The accepted half of a self connection, or the candidate, ended. */
+static void rdm_iw_rx_lost(struct iwarp_rdm_xconn *c, struct iw_qp *qp)
+{
+	rdm_iw_auth_end(c, qp);
+	rdm_iw_bury(c->xe, qp);
+	c->rx_qp = NULL;
+	if (c->candidate)
+		rdm_iw_candidate_gone(c);
+}
+
+static bool rdm_iw_keyref(const struct iw_cm_event *ev)
+{
+	return ev->type == IW_CM_REJECTED &&
+	       ev->pdata_len >= IWARP_RDM_PD_LEN &&
+	       (ev->pdata[4] & IWARP_RDM_KEYREF);
 }
 
 static void rdm_iw_lost(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
@@ -401,18 +420,23 @@ static void rdm_iw_lost(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 		"ours %s, up %d)\n", c->name, iw_qp_label(qp), ev->type,
 		ev->status, rdm_iw_label(c->qp), c->up);
 	if (qp == c->rx_qp) {
-		rdm_iw_bury(c->xe, qp);
-		c->rx_qp = NULL;
+		rdm_iw_rx_lost(c, qp);
 		return;
 	}
 	if (qp != c->qp)
 		return;	/* a collision loser: already replaced */
 	c->qp = NULL;
 	c->up = false;
+	rdm_iw_auth_end(c, qp);
 	rdm_iw_bury(c->xe, qp);
 	if (was_up) {
 		c->tries = 0;
 		c->xe->up->lost(c->peer, FI_EIO);
+		rdm_iw_claim_lost(c);
+		return;
+	}
+	if (rdm_iw_keyref(ev)) {
+		rdm_iw_auth_refused(c, qp);
 		return;
 	}
 	if (ev->type == IW_CM_REJECTED && ev->pdata_len >= IWARP_RDM_PD_LEN &&
@@ -421,26 +445,55 @@ static void rdm_iw_lost(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 	rdm_iw_retry(c);
 }
 
-static void rdm_iw_established(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
-			       const struct iw_cm_event *ev)
+/* The peer's RDM data in the Reply to our connect (after its auth
+ * block, with a key). */
+static void rdm_iw_reply_in(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
+			    const struct iw_cm_event *ev)
 {
-	iwarp_log_established("RDM", ev);
-	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
-		"RDM peer %s: connection %s up (ours %s)\n", c->name,
-		iw_qp_label(qp), rdm_iw_label(c->qp));
+	size_t off = rdm_iw_rdm_off(c->xe);
+	struct iwarp_rdm_pdata them;
+	bool offers;
+
+	if (ev->pdata_len < off ||
+	    iwarp_rdm_pd_get(ev->pdata + off, ev->pdata_len - off, &them))
+		memset(&them, 0, sizeof(them));
+	offers = them.version & IWARP_RDM_RFC7306;
+	c->rfc7306 = rdm_iw_atomics_on(qp, offers);
+	/* who answered: a later request claiming a restart is checked
+	 * against it */
+	if (them.instance)
+		c->instance = them.instance;
+}
+
+void rdm_iw_ready(struct iwarp_rdm_xconn *c, struct iw_qp *qp)
+{
+	struct rdm_iw_auth *s = rdm_iw_keyed(c->xe) ? rdm_iw_auth_of(c, qp) :
+						      NULL;
+
+	if (s && (!s->established || s->gated))
+		return;	/* not proven yet */
+	rdm_iw_auth_end(c, qp);
+	if (qp == c->rx_qp && c->candidate)
+		rdm_iw_promote(c);
 	if (qp != c->qp)
 		return;	/* self: the receiving half */
-	if (c->initiated) {	/* the Reply says it */
-		struct iwarp_rdm_pdata them;
-
-		c->rfc7306 = !iwarp_rdm_pd_get(ev->pdata, ev->pdata_len,
-					       &them) &&
-			     (them.version & IWARP_RDM_RFC7306);
-		rdm_iw_atomics_on(c, qp);
-	}
 	c->up = true;
 	c->tries = 0;
 	c->xe->up->connected(c->peer);
+}
+
+static void rdm_iw_established(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
+			       const struct iw_cm_event *ev)
+{
+	iwarp_log_connected("RDM", iw_qp_label(qp), ev);
+	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
+		"RDM peer %s: connection %s up (ours %s)\n", c->name,
+		iw_qp_label(qp), rdm_iw_label(c->qp));
+	if (rdm_iw_keyed(c->xe) && !rdm_iw_auth_established(c, qp, ev))
+		return;
+	if (qp == c->qp && c->initiated)	/* the Reply says it */
+		rdm_iw_reply_in(c, qp, ev);
+	rdm_iw_ready(c, qp);
 }
 
 static void rdm_iw_cm_event(void *arg, struct iw_qp *qp,
@@ -471,63 +524,63 @@ static const struct iw_qp_ops rdm_iw_qp_ops = {
 
 /* ---- the listener */
 
-static int rdm_iw_accept_into(struct iwarp_rdm_xconn *c,
-			      struct iw_conn_req *req, bool self)
+/* Where an accepted QP goes: c->qp, or rx_qp (self, candidate). */
+static void rdm_iw_accepted(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
+			    bool rx)
 {
 	struct iwarp_rdm_xep *xe = c->xe;
-	uint8_t pd[IWARP_RDM_PD_LEN];
-	struct iw_conn_param p;
-	struct iw_qp *qp = rdm_iw_qp_new(c);
 
-	if (!qp) {
-		iw_reject(req, NULL, 0);
-		return -FI_ENOMEM;
-	}
-	rdm_iw_pdata(xe, pd, 0);
-	rdm_iw_conn_param(&p, pd);
-	if (iw_accept(req, qp, &p)) {
-		iw_qp_destroy(qp);
-		return -FI_ECONNABORTED;
-	}
-	rdm_iw_atomics_on(c, qp);
-	if (self) {
+	if (rx) {
 		c->rx_qp = qp;
-		xe->up->poll_add(xe->ep, &c->rx_poll);
-		return 0;
+		if (!c->rx_polled)
+			xe->up->poll_add(xe->ep, &c->rx_poll);
+		c->rx_polled = true;
+		return;
 	}
-	if (c->qp)
-		rdm_iw_bury(xe, c->qp);	/* loser or stale */
+	if (c->qp) {	/* loser or stale */
+		rdm_iw_auth_end(c, c->qp);
+		rdm_iw_bury(xe, c->qp);
+	}
 	c->qp = qp;
 	c->initiated = false;
 	c->up = false;
+}
+
+int rdm_iw_accept_into(struct iwarp_rdm_xconn *c, struct iw_conn_req *req,
+		       bool rx, bool rfc7306, const uint8_t *apd)
+{
+	struct iwarp_rdm_xep *xe = c->xe;
+	uint8_t pd[IWARP_RDM_PD_MAX];
+	struct iw_conn_param p;
+	struct iw_qp *qp = rdm_iw_qp_new(c);
+
+	if (!qp || (apd && rdm_iw_auth_begin(c, qp, false, apd, pd))) {
+		if (qp)
+			iw_qp_destroy(qp);
+		iw_reject(req, NULL, 0);
+		return -FI_ENOMEM;
+	}
+	rdm_iw_pdata(xe, pd + rdm_iw_rdm_off(xe), 0);
+	rdm_iw_conn_param(xe, &p, pd);
+	if (iw_accept(req, qp, &p)) {
+		rdm_iw_auth_end(c, qp);
+		iw_qp_destroy(qp);
+		return -FI_ECONNABORTED;
+	}
+	rfc7306 = rdm_iw_atomics_on(qp, rfc7306);
+	if (!rx || !c->candidate)
+		c->rfc7306 = rfc7306;
+	rdm_iw_accepted(c, qp, rx);
 	return 0;
 }
 
-static void rdm_iw_reject(struct iwarp_rdm_xep *xe, struct iw_conn_req *req,
-			  uint8_t flags)
+void rdm_iw_reject(struct iwarp_rdm_xep *xe, struct iw_conn_req *req,
+		   uint8_t flags)
 {
 	uint8_t pd[IWARP_RDM_PD_LEN];
 
 	rdm_iw_pdata(xe, pd, flags);
 	iw_reject(req, pd, sizeof(pd));
-}
-
-/* Whether a and b hold the same IP (IPv4 also as ::ffff:a.b.c.d). */
-static bool rdm_iw_same_ip(const union iwarp_sockaddr *a,
-			   const union iwarp_sockaddr *b)
-{
-	const struct in6_addr *v6;
-	const struct in_addr *v4;
-
-	if (a->sa.sa_family == b->sa.sa_family)
-		return a->sa.sa_family == AF_INET6 ?
-			       !memcmp(&a->sin6.sin6_addr, &b->sin6.sin6_addr,
-				       sizeof(struct in6_addr)) :
-			       a->sin.sin_addr.s_addr == b->sin.sin_addr.s_addr;
-	v6 = a->sa.sa_family == AF_INET6 ? &a->sin6.sin6_addr :
-					   &b->sin6.sin6_addr;
-	v4 = a->sa.sa_family == AF_INET ? &a->sin.sin_addr : &b->sin.sin_addr;
-	return IN6_IS_ADDR_V4MAPPED(v6) && !memcmp(&v6->s6_addr[12], v4, 4);
 }
 
 /*
@@ -544,10 +597,10 @@ static bool rdm_iw_claim_ok(struct iw_conn_req *req,
 
 	memset(&from, 0, sizeof(from));
 	if (!iw_conn_req_getpeer(req, &from.sa, &len) &&
-	    rdm_iw_same_ip(claim, &from))
+	    iwarp_addr_same_ip(claim, &from))
 		return true;
-	iwarp_rdm_addr_str(claim, c, sizeof(c));
-	iwarp_rdm_addr_str(&from, f, sizeof(f));
+	iwarp_addr_str(claim, c, sizeof(c));
+	iwarp_addr_str(&from, f, sizeof(f));
 	FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL, "RDM connection request from %s "
 		"claims to be %s: refused (the claimed IP must be the TCP "
 		"peer's)\n", f, c);
@@ -557,11 +610,12 @@ static bool rdm_iw_claim_ok(struct iw_conn_req *req,
 /* A request from ourselves: its accepted half receives what we send. */
 static void rdm_iw_self_request(struct iwarp_rdm_xconn *c,
 				struct iw_conn_req *req,
-				const struct iwarp_rdm_pdata *them)
+				const struct iwarp_rdm_pdata *them,
+				const uint8_t *apd)
 {
-	c->rfc7306 = them->version & IWARP_RDM_RFC7306;
 	if (!c->rx_qp)
-		rdm_iw_accept_into(c, req, true);
+		rdm_iw_accept_into(c, req, true,
+				   them->version & IWARP_RDM_RFC7306, apd);
 	else
 		rdm_iw_reject(c->xe, req, IWARP_RDM_COLLISION);
 }
@@ -569,19 +623,25 @@ static void rdm_iw_self_request(struct iwarp_rdm_xconn *c,
 /* A request from another endpoint; cmp orders it against us. */
 static void rdm_iw_peer_request(struct iwarp_rdm_xconn *c,
 				struct iw_conn_req *req,
-				const struct iwarp_rdm_pdata *them, int cmp)
+				const struct iwarp_rdm_pdata *them, int cmp,
+				const uint8_t *apd)
 {
 	bool refuse;
 
-	/* a restarted peer replaces its old connection */
+	/* a live connection is never replaced on a request's word */
+	if (c->instance && c->instance != them->instance && c->up) {
+		rdm_iw_claim(c, req, them, apd);
+		return;
+	}
+	/* a restarted peer replaces a connection that is not up yet */
 	if (c->instance && c->instance != them->instance && c->qp) {
+		rdm_iw_auth_end(c, c->qp);
 		rdm_iw_bury(c->xe, c->qp);
 		c->qp = NULL;
 		c->up = false;
 		c->xe->up->lost(c->peer, FI_EIO);
 	}
 	c->instance = them->instance;
-	c->rfc7306 = them->version & IWARP_RDM_RFC7306;
 	/* the connection initiated by the smaller side wins a collision */
 	refuse = c->qp && (c->up || cmp > 0);
 	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
@@ -591,7 +651,8 @@ static void rdm_iw_peer_request(struct iwarp_rdm_xconn *c,
 	if (refuse)
 		rdm_iw_reject(c->xe, req, IWARP_RDM_COLLISION);
 	else
-		rdm_iw_accept_into(c, req, false);
+		rdm_iw_accept_into(c, req, false,
+				   them->version & IWARP_RDM_RFC7306, apd);
 }
 
 static void rdm_iw_conn_request(void *arg, struct iw_conn_req *req,
@@ -604,9 +665,13 @@ static void rdm_iw_conn_request(void *arg, struct iw_conn_req *req,
 		.instance = xe->instance,
 	};
 	struct iwarp_rdm_xconn *c;
+	const uint8_t *apd = rdm_iw_keyed(xe) ? ev->pdata : NULL;
+	size_t off;
 	int cmp;
 
-	if (iwarp_rdm_pd_get(ev->pdata, ev->pdata_len, &them) ||
+	if (!rdm_iw_auth_request(xe, req, ev->pdata, ev->pdata_len, &off))
+		return;	/* refused for the job key */
+	if (iwarp_rdm_pd_get(ev->pdata + off, ev->pdata_len - off, &them) ||
 	    !rdm_iw_claim_ok(req, &them.addr)) {
 		iw_reject(req, NULL, 0);
 		return;
@@ -618,13 +683,24 @@ static void rdm_iw_conn_request(void *arg, struct iw_conn_req *req,
 	}
 	cmp = iwarp_rdm_pd_cmp(&them, &us);
 	if (!cmp)
-		rdm_iw_self_request(c, req, &them);
+		rdm_iw_self_request(c, req, &them, apd);
 	else
-		rdm_iw_peer_request(c, req, &them, cmp);
+		rdm_iw_peer_request(c, req, &them, cmp, apd);
+}
+
+/* A held request went away undecided (its sender gave up). */
+static void rdm_iw_conn_dropped(void *arg, struct iw_conn_req *req)
+{
+	struct iwarp_rdm_xconn *c = iw_conn_req_ctx(req);
+
+	(void)arg;
+	if (c)
+		rdm_iw_claim_dropped(c, req);
 }
 
 static const struct iw_listener_ops rdm_iw_listener_ops = {
 	.conn_request = rdm_iw_conn_request,
+	.conn_dropped = rdm_iw_conn_dropped,
 };
 
 static void rdm_iw_l_progress(struct iwarp_pollable *p)
@@ -667,6 +743,7 @@ static void rdm_iw_set_port(struct iwarp_rdm_xep *xe,
 /* Listens on the endpoint's address; its name is the address peers use. */
 static int rdm_iw_listen(struct iwarp_rdm_ep *ep, struct iwarp_domain *dom,
 			 union iwarp_sockaddr *name, uint64_t instance,
+			 const struct iwarp_auth_key *key,
 			 const struct iwarp_rdm_upcalls *up,
 			 struct iwarp_rdm_xep **xep)
 {
@@ -679,6 +756,7 @@ static int rdm_iw_listen(struct iwarp_rdm_ep *ep, struct iwarp_domain *dom,
 	xe->up = up;
 	xe->dom = dom;
 	xe->instance = instance;
+	xe->key = *key;
 	ret = iw_listen(dom->dev, &name->sa, iwarp_sa_len(&name->sa), 1024,
 			NULL, &rdm_iw_listener_ops, xe, &xe->l);
 	if (ret) {
@@ -702,6 +780,7 @@ static void rdm_iw_shutdown(struct iwarp_rdm_xep *xe)
 	iw_listener_close(xe->l);
 	rdm_iw_reap(xe);
 	free(xe->dead);
+	OPENSSL_cleanse(&xe->key, sizeof(xe->key));
 	free(xe);
 }
 

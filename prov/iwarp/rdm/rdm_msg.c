@@ -42,14 +42,14 @@ static void iwarp_rdm_rx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
 	if (!err && msglen > rx->len)
 		err = FI_ETRUNC;
 	if (err)
-		iwarp_cq_write_err(ep->rx_cq, rx->context, flags, len, buf,
+		iwarp_cq_write_err(ep->base.rx_cq, rx->context, flags, len, buf,
 				   rx->hdr.data, rx->hdr.tag, err, 0, NULL, 0,
 				   msglen > len ? msglen - len : 0);
 	else if (rx->cq)
-		iwarp_cq_write(ep->rx_cq, rx->context, flags, len, buf,
+		iwarp_cq_write(ep->base.rx_cq, rx->context, flags, len, buf,
 			       rx->hdr.data, rx->hdr.tag, rx->from);
-	if (ep->cntr_recv)
-		(err ? iwarp_cntr_inc_err : iwarp_cntr_inc)(ep->cntr_recv);
+	if (ep->base.cntr_recv)
+		(err ? iwarp_cntr_inc_err : iwarp_cntr_inc)(ep->base.cntr_recv);
 	iwarp_stash_put(&ep->rx_stash, rx);
 }
 
@@ -90,7 +90,7 @@ static struct iwarp_rdm_rx *iwarp_rdm_multi_piece(struct iwarp_rdm_ep *ep,
 	rx->parent = mrx;
 	mrx->pieces++;
 	mrx->used += rx->len;
-	if (mrx->len - mrx->used < ep->min_multi_recv ||
+	if (mrx->len - mrx->used < ep->base.min_multi_recv ||
 	    mrx->used == mrx->len) {
 		iwarp_list_del(&mrx->link);
 		mrx->retired = true;
@@ -428,7 +428,7 @@ static ssize_t iwarp_rdm_peek(struct iwarp_rdm_ep *ep,
 	struct iwarp_rdm_unexp *ux = iwarp_rdm_match_unexp(ep, rx, NULL);
 
 	if (!ux || !ux->arrived) {
-		iwarp_cq_write_err(ep->rx_cq, rx->context, rx->flags, 0, NULL,
+		iwarp_cq_write_err(ep->base.rx_cq, rx->context, rx->flags, 0, NULL,
 				   0, rx->tag, FI_ENOMSG, 0, NULL, 0, 0);
 		free(rx);
 		return 0;
@@ -443,7 +443,7 @@ static ssize_t iwarp_rdm_peek(struct iwarp_rdm_ep *ep,
 		ux->claimed = true;
 		ux->claim_ctx = rx->context;
 	}
-	iwarp_cq_write(ep->rx_cq, rx->context,
+	iwarp_cq_write(ep->base.rx_cq, rx->context,
 		       rx->flags | (ux->hdr.flags & IWARP_RDM_F_DATA ?
 				    FI_REMOTE_CQ_DATA : 0),
 		       ux->hdr.len, NULL, ux->hdr.data, ux->hdr.tag, ux->from);
@@ -464,7 +464,7 @@ static void iwarp_rdm_rx_fill(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
 		rx->iov[i] = iov[i];
 		rx->len += iov[i].iov_len;
 	}
-	rx->cq = !ep->rx_selective || (flags & FI_COMPLETION);
+	rx->cq = !ep->base.rx_selective || (flags & FI_COMPLETION);
 	if (flags & FI_MULTI_RECV) {
 		rx->multi = true;
 		rx->flags |= FI_MULTI_RECV;
@@ -503,7 +503,7 @@ static ssize_t iwarp_rdm_recv_take(struct iwarp_rdm_ep *ep,
 	struct iwarp_rdm_unexp *ux;
 
 	if (flags & FI_PEEK) {
-		iwarp_progress(ep->fab);
+		iwarp_progress(ep->base.fab);
 		iwarp_rdm_peek(ep, rx, flags);
 	} else if (rx->multi) {
 		iwarp_rdm_multi_post(ep, rx);
@@ -534,14 +534,14 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 	if ((flags & FI_MULTI_RECV) &&
 	    (tagged || count != 1 || (flags & (FI_PEEK | FI_CLAIM))))
 		return -FI_EINVAL;
-	iwarp_lock(ep->fab);
-	if (!ep->enabled) {
-		iwarp_unlock(ep->fab);
+	iwarp_lock(ep->base.fab);
+	if (!ep->base.enabled) {
+		iwarp_unlock(ep->base.fab);
 		return -FI_EOPBADSTATE;
 	}
 	rx = iwarp_stash_get(&ep->rx_stash, sizeof(*rx));
 	if (!rx) {
-		iwarp_unlock(ep->fab);
+		iwarp_unlock(ep->base.fab);
 		return -FI_ENOMEM;
 	}
 	rx->context = context;
@@ -551,7 +551,7 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 	rx->ignore = ignore;
 	iwarp_rdm_rx_fill(ep, rx, iov, count, flags, tagged);
 	ret = iwarp_rdm_recv_take(ep, rx, flags, tagged);
-	iwarp_unlock(ep->fab);
+	iwarp_unlock(ep->base.fab);
 	return ret;
 }
 
@@ -566,7 +566,7 @@ static int iwarp_rdm_rndv(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx)
 			return -FI_ENOMEM;
 		buf = tx->iov[0].iov_base;
 	}
-	if (iw_mr_reg(ep->dom->pd, tx->len ? buf : tx, tx->len,
+	if (iw_mr_reg(ep->base.dom->pd, tx->len ? buf : tx, tx->len,
 		      (uintptr_t)buf, IW_ACC_REMOTE_READ, &tx->mr))
 		return -FI_ENOMEM;
 	tx->hdr.op = IWARP_RDM_RTS;
@@ -627,10 +627,10 @@ static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 	if (len > UINT32_MAX || ((flags & FI_INJECT) &&
 				 len > IWARP_RDM_INJECT_MAX))
 		return -FI_EINVAL;
-	iwarp_lock(ep->fab);
+	iwarp_lock(ep->base.fab);
 	tx = iwarp_stash_get(&ep->tx_stash, sizeof(*tx));
 	if (!tx) {
-		iwarp_unlock(ep->fab);
+		iwarp_unlock(ep->base.fab);
 		return -FI_ENOMEM;
 	}
 	tx->context = context;
@@ -640,8 +640,8 @@ static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 	peer = iwarp_rdm_dest(ep, dest);
 	if (!peer) {
 		iwarp_stash_put(&ep->tx_stash, tx);
-		iwarp_unlock(ep->fab);
-		return ep->enabled ? -FI_EINVAL : -FI_EOPBADSTATE;
+		iwarp_unlock(ep->base.fab);
+		return ep->base.enabled ? -FI_EINVAL : -FI_EOPBADSTATE;
 	}
 	tx->hdr.msg_id = ++ep->next_msg_id;
 	ret = iwarp_rdm_send_prep(ep, tx, flags & ~IWARP_INJECT_CALL);
@@ -651,7 +651,7 @@ static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 	} else {
 		iwarp_rdm_queue(peer, tx);
 	}
-	iwarp_unlock(ep->fab);
+	iwarp_unlock(ep->base.fab);
 	return ret;
 }
 
@@ -665,7 +665,7 @@ static ssize_t iwarp_rdm_recv(struct fid_ep *e, void *buf, size_t len,
 	struct iovec iov = { buf, len };
 
 	return iwarp_rdm_recv_common(RDM(e), &iov, 1, src, 0, 0, ctx,
-				     RDM(e)->rx_op_flags, false);
+				     RDM(e)->base.rx_op_flags, false);
 }
 
 static ssize_t iwarp_rdm_recvv(struct fid_ep *e, const struct iovec *iov,
@@ -673,7 +673,7 @@ static ssize_t iwarp_rdm_recvv(struct fid_ep *e, const struct iovec *iov,
 			       void *ctx)
 {
 	return iwarp_rdm_recv_common(RDM(e), iov, count, src, 0, 0, ctx,
-				     RDM(e)->rx_op_flags, false);
+				     RDM(e)->base.rx_op_flags, false);
 }
 
 static ssize_t iwarp_rdm_recvmsg(struct fid_ep *e, const struct fi_msg *m,
@@ -689,7 +689,7 @@ static ssize_t iwarp_rdm_send(struct fid_ep *e, const void *buf, size_t len,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, 0, 0, ctx,
-				     RDM(e)->tx_op_flags, false);
+				     RDM(e)->base.tx_op_flags, false);
 }
 
 static ssize_t iwarp_rdm_sendv(struct fid_ep *e, const struct iovec *iov,
@@ -697,7 +697,7 @@ static ssize_t iwarp_rdm_sendv(struct fid_ep *e, const struct iovec *iov,
 			       void *ctx)
 {
 	return iwarp_rdm_send_common(RDM(e), iov, count, dest, 0, 0, ctx,
-				     RDM(e)->tx_op_flags, false);
+				     RDM(e)->base.tx_op_flags, false);
 }
 
 static ssize_t iwarp_rdm_sendmsg(struct fid_ep *e, const struct fi_msg *m,
@@ -724,7 +724,7 @@ static ssize_t iwarp_rdm_senddata(struct fid_ep *e, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, 0, data, ctx,
-				     RDM(e)->tx_op_flags | FI_REMOTE_CQ_DATA,
+				     RDM(e)->base.tx_op_flags | FI_REMOTE_CQ_DATA,
 				     false);
 }
 
@@ -758,7 +758,7 @@ static ssize_t iwarp_rdm_trecv(struct fid_ep *e, void *buf, size_t len,
 	struct iovec iov = { buf, len };
 
 	return iwarp_rdm_recv_common(RDM(e), &iov, 1, src, tag, ignore, ctx,
-				     RDM(e)->rx_op_flags, true);
+				     RDM(e)->base.rx_op_flags, true);
 }
 
 static ssize_t iwarp_rdm_trecvv(struct fid_ep *e, const struct iovec *iov,
@@ -766,7 +766,7 @@ static ssize_t iwarp_rdm_trecvv(struct fid_ep *e, const struct iovec *iov,
 				uint64_t tag, uint64_t ignore, void *ctx)
 {
 	return iwarp_rdm_recv_common(RDM(e), iov, count, src, tag, ignore,
-				     ctx, RDM(e)->rx_op_flags, true);
+				     ctx, RDM(e)->base.rx_op_flags, true);
 }
 
 static ssize_t iwarp_rdm_trecvmsg(struct fid_ep *e,
@@ -785,7 +785,7 @@ static ssize_t iwarp_rdm_tsend(struct fid_ep *e, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, tag, 0, ctx,
-				     RDM(e)->tx_op_flags, true);
+				     RDM(e)->base.tx_op_flags, true);
 }
 
 static ssize_t iwarp_rdm_tsendv(struct fid_ep *e, const struct iovec *iov,
@@ -793,7 +793,7 @@ static ssize_t iwarp_rdm_tsendv(struct fid_ep *e, const struct iovec *iov,
 				uint64_t tag, void *ctx)
 {
 	return iwarp_rdm_send_common(RDM(e), iov, count, dest, tag, 0, ctx,
-				     RDM(e)->tx_op_flags, true);
+				     RDM(e)->base.tx_op_flags, true);
 }
 
 static ssize_t iwarp_rdm_tsendmsg(struct fid_ep *e,
@@ -821,7 +821,7 @@ static ssize_t iwarp_rdm_tsenddata(struct fid_ep *e, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, tag, data, ctx,
-				     RDM(e)->tx_op_flags | FI_REMOTE_CQ_DATA,
+				     RDM(e)->base.tx_op_flags | FI_REMOTE_CQ_DATA,
 				     true);
 }
 

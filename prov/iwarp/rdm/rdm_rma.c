@@ -66,7 +66,7 @@ static ssize_t iwarp_rdm_read(struct fid_ep *e, void *buf, size_t len,
 
 	(void)desc;
 	return iwarp_rdm_rma(RDM(e), false, &iov, 1, src, addr, key, 0,
-			     context, RDM(e)->tx_op_flags);
+			     context, RDM(e)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_rdm_readv(struct fid_ep *e, const struct iovec *iov,
@@ -75,7 +75,7 @@ static ssize_t iwarp_rdm_readv(struct fid_ep *e, const struct iovec *iov,
 {
 	(void)desc;
 	return iwarp_rdm_rma(RDM(e), false, iov, count, src, addr, key, 0,
-			     context, RDM(e)->tx_op_flags);
+			     context, RDM(e)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_rdm_rma_msg(struct fid_ep *e, bool write,
@@ -102,7 +102,7 @@ static ssize_t iwarp_rdm_write(struct fid_ep *e, const void *buf, size_t len,
 
 	(void)desc;
 	return iwarp_rdm_rma(RDM(e), true, &iov, 1, dest, addr, key, 0,
-			     context, RDM(e)->tx_op_flags);
+			     context, RDM(e)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_rdm_writev(struct fid_ep *e, const struct iovec *iov,
@@ -111,7 +111,7 @@ static ssize_t iwarp_rdm_writev(struct fid_ep *e, const struct iovec *iov,
 {
 	(void)desc;
 	return iwarp_rdm_rma(RDM(e), true, iov, count, dest, addr, key, 0,
-			     context, RDM(e)->tx_op_flags);
+			     context, RDM(e)->base.tx_op_flags);
 }
 
 static ssize_t iwarp_rdm_writemsg(struct fid_ep *e,
@@ -127,7 +127,7 @@ static ssize_t iwarp_rdm_inject_write(struct fid_ep *e, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_rdm_rma(RDM(e), true, &iov, 1, dest, addr, key, 0, NULL,
-			     (RDM(e)->tx_op_flags & ~IWARP_RDM_DELIVERY) |
+			     (RDM(e)->base.tx_op_flags & ~IWARP_RDM_DELIVERY) |
 				     FI_INJECT | IWARP_INJECT_CALL);
 }
 
@@ -141,7 +141,7 @@ static ssize_t iwarp_rdm_writedata(struct fid_ep *e, const void *buf,
 	(void)desc;
 	return iwarp_rdm_rma(RDM(e), true, &iov, 1, dest, addr, key, data,
 			     context,
-			     RDM(e)->tx_op_flags | FI_REMOTE_CQ_DATA);
+			     RDM(e)->base.tx_op_flags | FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t iwarp_rdm_inject_writedata(struct fid_ep *e, const void *buf,
@@ -153,7 +153,7 @@ static ssize_t iwarp_rdm_inject_writedata(struct fid_ep *e, const void *buf,
 
 	return iwarp_rdm_rma(RDM(e), true, &iov, 1, dest, addr, key, data,
 			     NULL,
-			     (RDM(e)->tx_op_flags & ~IWARP_RDM_DELIVERY) |
+			     (RDM(e)->base.tx_op_flags & ~IWARP_RDM_DELIVERY) |
 				     FI_INJECT | FI_REMOTE_CQ_DATA |
 				     IWARP_INJECT_CALL);
 }
@@ -174,7 +174,7 @@ struct fi_ops_rma iwarp_rdm_rma_ops = {
 /* The Write before a WDATA on this stream is placed: report its data. */
 void iwarp_rdm_wdata_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in)
 {
-	iwarp_cq_write(peer->ep->rx_cq, NULL,
+	iwarp_cq_write(peer->ep->base.rx_cq, NULL,
 		       FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
 		       in->hdr.len, NULL, in->hdr.data, 0,
 		       iwarp_rdm_from(peer));

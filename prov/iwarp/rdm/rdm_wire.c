@@ -2,8 +2,6 @@
 /* The RDM header and connection private data on the wire (rdm_wire.h). */
 #include "rdm_wire.h"
 
-#include <arpa/inet.h>
-#include <stdio.h>
 #include <string.h>
 
 void iwarp_rdm_hdr_put(uint8_t *p, const struct iwarp_rdm_hdr *h)
@@ -60,7 +58,8 @@ int iwarp_rdm_pd_get(const uint8_t *p, size_t len, struct iwarp_rdm_pdata *d)
 {
 	memset(d, 0, sizeof(*d));
 	if (len < IWARP_RDM_PD_LEN || iw_get32(p) != IWARP_RDM_MAGIC ||
-	    (p[4] & ~(IWARP_RDM_COLLISION | IWARP_RDM_RFC7306)) !=
+	    (p[4] & ~(IWARP_RDM_COLLISION | IWARP_RDM_RFC7306 |
+		      IWARP_RDM_KEYREF)) !=
 		    IWARP_RDM_VERSION)
 		return -FI_EINVAL;
 	d->version = p[4];
@@ -90,17 +89,4 @@ int iwarp_rdm_pd_cmp(const struct iwarp_rdm_pdata *a,
 	iwarp_rdm_pd_put(pb, b);
 	c = memcmp(pa + 5, pb + 5, IWARP_RDM_PD_LEN - 5);
 	return c < 0 ? -1 : c > 0;
-}
-
-void iwarp_rdm_addr_str(const union iwarp_sockaddr *a, char *buf, size_t len)
-{
-	char ip[INET6_ADDRSTRLEN] = "?";
-
-	if (a->sa.sa_family == AF_INET6) {
-		inet_ntop(AF_INET6, &a->sin6.sin6_addr, ip, sizeof(ip));
-		snprintf(buf, len, "[%s]:%u", ip, ntohs(a->sin6.sin6_port));
-	} else {
-		inet_ntop(AF_INET, &a->sin.sin_addr, ip, sizeof(ip));
-		snprintf(buf, len, "%s:%u", ip, ntohs(a->sin.sin_port));
-	}
 }

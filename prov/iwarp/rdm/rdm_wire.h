@@ -16,6 +16,7 @@
 #define IWARP_RDM_VERSION 1
 #define IWARP_RDM_COLLISION 0x80
 #define IWARP_RDM_RFC7306 0x40		/* executes RFC 7306 atomics */
+#define IWARP_RDM_KEYREF 0x20		/* Reject: refused for the job key */
 #define IWARP_RDM_CREDITS 64		/* eager window per peer */
 
 enum iwarp_rdm_op {
@@ -62,8 +63,5 @@ int iwarp_rdm_pd_get(const uint8_t *p, size_t len, struct iwarp_rdm_pdata *d);
 /* Total order on (address, port, instance): who keeps a collision. */
 int iwarp_rdm_pd_cmp(const struct iwarp_rdm_pdata *a,
 		     const struct iwarp_rdm_pdata *b);
-
-/* "127.0.0.1:23800" or "[::1]:23800", for log lines */
-void iwarp_rdm_addr_str(const union iwarp_sockaddr *a, char *buf, size_t len);
 
 #endif /* IWARP_RDM_WIRE_H */

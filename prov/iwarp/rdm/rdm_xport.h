@@ -18,6 +18,7 @@
 
 #include "../iwarp.h"
 #include "iwarp/engine.h"
+#include "../iwarp_auth.h"
 
 struct iwarp_rdm_ep;
 struct iwarp_rdm_peer;
@@ -68,8 +69,10 @@ struct iwarp_rdm_upcalls {
 	 * is queued or waiting for an answer fails with err, and the next
 	 * connection starts with full credit windows. */
 	void (*lost)(struct iwarp_rdm_peer *peer, int err);
-	/* Connecting failed for good: what is queued fails with err. */
-	void (*unreachable)(struct iwarp_rdm_peer *peer, int err);
+	/* Connecting failed for good: what is queued fails with err and
+	 * prov_errno (IWARP_PROV_ERRNO_AUTH: refused for the job key). */
+	void (*unreachable)(struct iwarp_rdm_peer *peer, int err,
+			    int prov_errno);
 	/* Where the transport's pollables go: the progress engine and the
 	 * waits of the endpoint's CQs. */
 	void (*poll_add)(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p);
@@ -80,9 +83,12 @@ struct iwarp_rdm_upcalls {
 struct iwarp_rdm_xport {
 	const char *name;
 	/* Listens on *name (its port filled in on return) for the endpoint;
-	 * 0 or a negative errno. */
+	 * with a job key (key->len > 0) every connection proves it
+	 * (iwarp_auth.h) before the peer is connected. 0 or a negative
+	 * errno. */
 	int (*listen)(struct iwarp_rdm_ep *ep, struct iwarp_domain *dom,
 		      union iwarp_sockaddr *name, uint64_t instance,
+		      const struct iwarp_auth_key *key,
 		      const struct iwarp_rdm_upcalls *up,
 		      struct iwarp_rdm_xep **xe);
 	/* Stops listening and frees xe (after every peer's close). */
