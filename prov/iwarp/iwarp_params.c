@@ -59,6 +59,11 @@ static void iwarp_params_define(void)
 			"and accepts when it is connected to, any of write, "
 			"read, send separated by commas; a responder picks "
 			"in that order (default: write,read,send)");
+}
+
+/* Connection setup: keys, RTR timing, probes, listeners. */
+static void iwarp_params_define_conn(void)
+{
 	fi_param_define(&iwarp_prov, "auth_key", FI_PARAM_STRING,
 			"The job's key: when set, every MSG and RDM "
 			"connection proves that both ends hold it (an "
@@ -87,12 +92,27 @@ static void iwarp_params_define(void)
 			"100..60000 (default: 5000)");
 }
 
+/* An integer parameter within [lo, hi]; a value outside is named and
+ * ignored. */
+static void iwarp_param_range(const char *name, const char *env, int lo,
+			      int hi, int *dst)
+{
+	int val;
+
+	if (fi_param_get_int(&iwarp_prov, name, &val))
+		return;
+	if (val >= lo && val <= hi)
+		*dst = val;
+	else
+		FI_WARN(&iwarp_prov, FI_LOG_CORE, "%s=%d ignored (%d..%d)\n",
+			env, val, lo, hi);
+}
+
 /* FI_IWARP_LISTEN_PENDING and FI_IWARP_MPA_TIMEOUT_MS, handed to the
  * engine for every listener. */
 static void iwarp_params_listen(void)
 {
 	size_t n;
-	int val;
 
 	if (!fi_param_get_size_t(&iwarp_prov, "listen_pending", &n)) {
 		if (n >= 1 && n <= 65536)
@@ -102,14 +122,8 @@ static void iwarp_params_listen(void)
 				"FI_IWARP_LISTEN_PENDING=%zu ignored "
 				"(1..65536)\n", n);
 	}
-	if (!fi_param_get_int(&iwarp_prov, "mpa_timeout_ms", &val)) {
-		if (val >= 100 && val <= 60000)
-			iwarp_params.mpa_timeout_ms = val;
-		else
-			FI_WARN(&iwarp_prov, FI_LOG_CORE,
-				"FI_IWARP_MPA_TIMEOUT_MS=%d ignored "
-				"(100..60000)\n", val);
-	}
+	iwarp_param_range("mpa_timeout_ms", "FI_IWARP_MPA_TIMEOUT_MS", 100,
+			  60000, &iwarp_params.mpa_timeout_ms);
 	iw_listen_set_defaults((uint32_t)iwarp_params.listen_pending,
 			       (uint32_t)iwarp_params.mpa_timeout_ms);
 }
@@ -180,24 +194,12 @@ static int iwarp_params_read(void)
 			FI_WARN(&iwarp_prov, FI_LOG_CORE,
 				"FI_IWARP_RTR=%s ignored\n", rtr);
 	}
-	if (!fi_param_get_int(&iwarp_prov, "rtr_delay_ms", &val)) {
-		if (val >= 0 && val <= 60000)
-			iwarp_params.rtr_delay_ms = val;
-		else
-			FI_WARN(&iwarp_prov, FI_LOG_CORE,
-				"FI_IWARP_RTR_DELAY_MS=%d ignored (0..60000)\n",
-				val);
-	}
+	iwarp_param_range("rtr_delay_ms", "FI_IWARP_RTR_DELAY_MS", 0, 60000,
+			  &iwarp_params.rtr_delay_ms);
 	iwarp_params_listen();
 	/* below the 10 s a held MPA Request may wait for its Reply */
-	if (!fi_param_get_int(&iwarp_prov, "rdm_probe_ms", &val)) {
-		if (val >= 100 && val <= 9000)
-			iwarp_params.rdm_probe_ms = val;
-		else
-			FI_WARN(&iwarp_prov, FI_LOG_CORE,
-				"FI_IWARP_RDM_PROBE_MS=%d ignored (100..9000)\n",
-				val);
-	}
+	iwarp_param_range("rdm_probe_ms", "FI_IWARP_RDM_PROBE_MS", 100, 9000,
+			  &iwarp_params.rdm_probe_ms);
 	return 0;
 }
 
@@ -222,6 +224,7 @@ int iwarp_params_init(void)
 	int ret;
 
 	iwarp_params_define();
+	iwarp_params_define_conn();
 	ret = iwarp_params_read();
 	if (!ret)
 		ret = iwarp_params_read_auth();
