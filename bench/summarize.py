@@ -83,11 +83,13 @@ NAMES = {
     "mpi_tcpofi_bw": "MPI libfabric tcp", "mpi_ob1_bw": "MPI ob1 tcp",
     "raw_conn": "bare TCP connect", "fi_iwarp_msg_conn": "iwarp msg",
     "fi_tcp_msg_conn": "tcp msg", "crc32c": "CRC32c",
+    "fi_iwarp_msg_conn_key": "iwarp msg, job key",
+    "fi_iwarp_rdm_lat_key": "iwarp rdm, job key",
 }
 
 LAT = ["raw_lat", "pp_iwarp_msg", "pp_tcp_msg", "pp_iwarp_rdm", "pp_tcp_rdm"]
 FILAT = ["raw_lat", "fi_iwarp_msg_lat", "fi_tcp_msg_lat", "fi_iwarp_rdm_lat",
-         "fi_tcp_rdm_lat"]
+         "fi_iwarp_rdm_lat_key", "fi_tcp_rdm_lat"]
 BW = ["raw_bw", "fi_iwarp_msg_bw", "fi_iwarp_msg_bw_crc", "fi_tcp_msg_bw",
       "fi_iwarp_rdm_bw", "fi_tcp_rdm_bw"]
 MPILAT = ["mpi_iwarp_lat", "mpi_tcpofi_lat", "mpi_ob1_lat"]
@@ -112,7 +114,8 @@ table("MPI bandwidth, MB/s (window of 64 Isend, then an ack)", MPIBW, NAMES,
 table("MPI CPU per message, us (both ranks, latency runs)", MPILAT, NAMES,
       "%.2f", cpu=True)
 
-conn = [c for c in ("raw_conn", "fi_iwarp_msg_conn", "fi_tcp_msg_conn")
+conn = [c for c in ("raw_conn", "fi_iwarp_msg_conn", "fi_iwarp_msg_conn_key",
+                    "fi_tcp_msg_conn")
         if stat(c, 0)]
 if conn:
     print("### Connection setup, us (median of 100-200 per run)\n")
@@ -167,6 +170,10 @@ target("MPI 1 MiB bandwidth / MPI over libfabric tcp", ("mpi_iwarp_bw", M),
        ("mpi_tcpofi_bw", M), 1.0, False)
 target("MPI 1 MiB bandwidth / raw TCP stream", ("mpi_iwarp_bw", M),
        ("raw_bw", M), 0.85, False)
+target("MSG connection setup, job key / none", ("fi_iwarp_msg_conn_key", 0),
+       ("fi_iwarp_msg_conn", 0), 1.2, True)
+target("RDM 64 B latency, job key / none", ("fi_iwarp_rdm_lat_key", 64),
+       ("fi_iwarp_rdm_lat", 64), 1.1, True)
 target("MSG 1 MiB bandwidth, CRC on / CRC off", ("fi_iwarp_msg_bw_crc", M),
        ("fi_iwarp_msg_bw", M), 0.9, False)
 

@@ -91,7 +91,17 @@ local F = {
 	pd_addr6     = ProtoField.ipv6("iwarp_ext.rdm.pd.addr6", "Listening address (IPv6)"),
 	pd_instance  = ProtoField.uint64("iwarp_ext.rdm.pd.instance", "Endpoint instance", base.HEX),
 	pd_extra     = ProtoField.bytes("iwarp_ext.rdm.pd.extra", "Octets after the connection data"),
-	-- (job key: see JOB-KEY HANDSHAKE below; no fields yet)
+	-- job key (fi_iwarp(7), SECURITY): the auth block and auth message
+	job          = ProtoField.none("iwarp_ext.job", "Job-key auth block"),
+	job_magic    = ProtoField.uint32("iwarp_ext.job.magic", "Magic", base.HEX),
+	job_version  = ProtoField.uint8("iwarp_ext.job.version", "Version", base.DEC),
+	job_flags    = ProtoField.uint8("iwarp_ext.job.flags", "Flags", base.HEX),
+	job_nonce    = ProtoField.bytes("iwarp_ext.job.nonce", "Nonce"),
+	jmsg         = ProtoField.none("iwarp_ext.job.msg", "Job-key auth message"),
+	jmsg_magic   = ProtoField.uint32("iwarp_ext.job.msg.magic", "Magic", base.HEX),
+	jmsg_version = ProtoField.uint8("iwarp_ext.job.msg.version", "Version", base.DEC),
+	jmsg_role    = ProtoField.string("iwarp_ext.job.msg.role", "Role"),
+	jmsg_mac     = ProtoField.bytes("iwarp_ext.job.msg.mac", "HMAC-SHA256 proof"),
 	-- RDM header
 	rdm          = ProtoField.none("iwarp_ext.rdm.hdr", "RDM header"),
 	rdm_op       = ProtoField.uint8("iwarp_ext.rdm.op", "Operation", base.DEC, rdm_ops),
@@ -201,17 +211,44 @@ local function before(list, fi)
 end
 
 ---------------------------------------------------------------------------
--- JOB-KEY HANDSHAKE (issue 21): RESERVED PLACE, NOT ON THE WIRE YET.
---
--- The provider will authenticate RDM peers with a job key exchanged during
--- connection setup. Its wire format does not exist yet. When it lands:
--- declare its fields above (iwarp_ext.job.*), decode it here and call this
--- from where it travels (after the RDM connection data in the MPA private
--- data: `rest` below, or in the first RDM messages: dissect_rdm). Until
--- then anything after the 32 octets of connection data shows as
--- iwarp_ext.rdm.pd.extra and this function decodes nothing.
+-- JOB-KEY HANDSHAKE: with a job key, each side's MPA private data starts
+-- (after RFC 6581's 4 octets) with a 24-octet auth block, "IWAK", version,
+-- flags, 2 reserved, a 16-octet nonce; and each side's first Send is a
+-- 40-octet auth message, "IWAM", version, role 'I'/'R', 2 reserved, then
+-- HMAC-SHA256(key, "iwarp auth 1" | role | nonce_I | nonce_R).
+local JOB_MAGIC, JMSG_MAGIC = 0x4957414b, 0x4957414d
+
+-- The auth block at the start of range: octets consumed (0: none there)
 local function dissect_job_key(range, pinfo, tree)
-	return 0 -- octets consumed
+	if range:len() < 24 or range(0, 4):uint() ~= JOB_MAGIC then
+		return 0
+	end
+	local t = tree:add(F.job, range(0, 24))
+	t:add(F.job_magic, range(0, 4)):append_text(" (\"IWAK\")")
+	t:add(F.job_version, range(4, 1))
+	t:add(F.job_flags, range(5, 1))
+	t:add(F.job_nonce, range(8, 16))
+	t:append_text(", nonce " .. range(8, 16):bytes():tohex())
+	pinfo.cols.info:append(" JOBKEY")
+	return 24
+end
+
+-- A Send payload that is an auth message: true when it was one
+local function dissect_job_msg(tvb, pinfo, tree)
+	if tvb:len() ~= 40 or tvb(0, 4):uint() ~= JMSG_MAGIC then
+		return false
+	end
+	local role = string.char(tvb(5, 1):uint())
+	local t = tree:add(p, tvb(0, 40))
+	t:set_text("iWARP extensions: job-key auth message, role " .. role)
+	local m = t:add(F.jmsg, tvb(0, 40))
+	m:add(F.jmsg_magic, tvb(0, 4)):append_text(" (\"IWAM\")")
+	m:add(F.jmsg_version, tvb(4, 1))
+	m:add(F.jmsg_role, tvb(5, 1), role == "I" and "I (initiator)" or
+		role == "R" and "R (responder)" or role)
+	m:add(F.jmsg_mac, tvb(8, 32))
+	pinfo.cols.info:append(" JOBKEY proof " .. role)
+	return true
 end
 ---------------------------------------------------------------------------
 
@@ -242,11 +279,7 @@ local function dissect_rdm_pd(r, pinfo, tree, is_req)
 	if bit.band(v, 0x80) ~= 0 then t:append_text(", collision") end
 	if bit.band(v, 0x40) ~= 0 then t:append_text(", RFC 7306") end
 	if r:len() > 32 then
-		local rest = r(32)
-		local used = dissect_job_key(rest, pinfo, tree)
-		if used < rest:len() then
-			tree:add(F.pd_extra, rest(used))
-		end
+		tree:add(F.pd_extra, r(32))
 	end
 	return who, v
 end
@@ -288,6 +321,8 @@ local function dissect_setup(pdfi, keyfi, pinfo, tree)
 		pinfo.cols.info:append(info)
 		off = 4
 	end
+	if r:len() <= off then return end
+	off = off + dissect_job_key(r(off), pinfo, t)
 	if r:len() <= off then return end
 	local rest = r(off)
 	if rest:len() >= 4 and rest(0, 4):uint() == 0x49575244 then
@@ -393,11 +428,12 @@ register_postdissector(p)
 
 local function dissect_rdm(tvb, pinfo, tree)
 	local s = stream_id()
-	if not rdm[s] and not p.prefs.rdm_any then return false end
 	local tg = last(f_tagged)
 	if not tg or tg.value then return false end -- tagged: Write/Read data
 	local op = last(f_opcode)
 	if not op or op.value < 3 or op.value > 6 then return false end -- Sends
+	if dissect_job_msg(tvb, pinfo, tree) then return true end
+	if not rdm[s] and not p.prefs.rdm_any then return false end
 	if tvb:len() < 40 then return false end
 	local o = tvb(0, 1):uint()
 	if not rdm_ops[o] then return false end
