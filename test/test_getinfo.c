@@ -90,6 +90,7 @@ struct gi_case {
 	struct hint_spec h;
 	int expect;			/* 0 or -FI_E... */
 	check_fn check;			/* on the first iwarp entry */
+	check_fn check_all;		/* on the whole reply */
 };
 
 #define EXPECT(cond)				\
@@ -247,12 +248,15 @@ static bool sa_is_loopback(const struct sockaddr *sa)
 	return (ntohl(sin->sin_addr.s_addr) >> 24) == IN_LOOPBACKNET;
 }
 
+/* Entries of the first one's endpoint type, from it on (types come in
+ * runs: RDM, MSG, DGRAM). */
 static size_t count_info(const struct fi_info *info)
 {
+	enum fi_ep_type type = info->ep_attr->type;
 	size_t n = 0;
 
 	for (; info; info = info->next)
-		n++;
+		n += info->ep_attr->type == type;
 	return n;
 }
 
@@ -351,6 +355,44 @@ static const char *want_rdm(const struct fi_info *fi)
 	return NULL;
 }
 
+/* What every DGRAM entry must say: one UDP datagram, no promises. */
+static const char *dgram_entry_ok(const struct fi_info *fi)
+{
+	EXPECT(fi->ep_attr->type == FI_EP_DGRAM);
+	EXPECT(fi->ep_attr->protocol == FI_PROTO_UDP);
+	EXPECT(fi->ep_attr->max_msg_size == 65483);
+	EXPECT(fi->mode == 0 ? fi->ep_attr->msg_prefix_size == 0 :
+	       fi->mode == FI_MSG_PREFIX &&
+	       fi->ep_attr->msg_prefix_size == 24);
+	EXPECT(!(fi->caps & ~(MSG_CAPS | FI_TAGGED | FI_SOURCE | COMM_CAPS)));
+	EXPECT(fi->tx_attr->msg_order == FI_ORDER_NONE &&
+	       fi->rx_attr->msg_order == FI_ORDER_NONE);
+	EXPECT(fi->tx_attr->comp_order == FI_ORDER_NONE);
+	EXPECT(fi->domain_attr->cq_data_size == 8);
+	EXPECT(fi->domain_attr->data_progress == FI_PROGRESS_MANUAL);
+	return entry_addr_ok(fi);
+}
+
+static const char *want_dgram(const struct fi_info *fi)
+{
+	EXPECT(fi->ep_attr->type == FI_EP_DGRAM);
+	EXPECT((fi->caps & (FI_MSG | FI_TAGGED | FI_SOURCE)) ==
+	       (FI_MSG | FI_TAGGED | FI_SOURCE));
+	EXPECT(fi->tx_attr->inject_size == fi->ep_attr->max_msg_size);
+	EXPECT(fi->domain_attr->av_type == FI_AV_MAP);
+	EXPECT(count_info(fi) == n_lo4 + n_lo6);
+	return NULL;
+}
+
+/* The whole reply is DGRAM: no MSG or RDM entry met the hints. */
+static const char *want_dgram_only(const struct fi_info *info)
+{
+	EXPECT(info);
+	for (; info; info = info->next)
+		EXPECT(info->ep_attr->type == FI_EP_DGRAM);
+	return NULL;
+}
+
 static const char *entry_attrs_ok(const struct fi_info *fi)
 {
 	EXPECT(fi->ep_attr->type == FI_EP_MSG);
@@ -402,7 +444,7 @@ static const char *round_trip_ok(uint32_t api, const struct fi_info *fi)
 static const char *reply_ok(const struct gi_case *c, uint32_t api,
 			    const struct fi_info *info)
 {
-	const struct fi_info *fi, *first = NULL;
+	const struct fi_info *fi, *first = NULL, *first_dgram = NULL;
 	const char *why;
 
 	for (fi = info; fi; fi = fi->next) {
@@ -416,12 +458,23 @@ static const char *reply_ok(const struct gi_case *c, uint32_t api,
 				return why;
 			if (c->h.ep_type != FI_EP_RDM)
 				continue;	/* the MSG checks below */
+		} else if (fi->ep_attr->type == FI_EP_DGRAM) {
+			if ((why = dgram_entry_ok(fi)))
+				return why;
+			if (!first_dgram)
+				first_dgram = fi;
+			if (c->h.ep_type != FI_EP_DGRAM)
+				continue;
 		} else if ((why = entry_ok(fi))) {
 			return why;
 		}
 		if (!first)
 			first = fi;
 	}
+	if (c->check_all && (why = c->check_all(info)))
+		return why;
+	if (!first)	/* a reply of DGRAM entries only */
+		first = first_dgram;
 	if (!first)
 		return "no iwarp entry";
 	if (c->check && (why = c->check(first)))
@@ -796,8 +849,8 @@ static const struct gi_case cases[] = {
 	{ "FI_EP_MSG", .h = { .ep_type = FI_EP_MSG } },
 	{ "FI_EP_RDM: tagged, directed, remote CQ data, RM enabled",
 	  .h = { .ep_type = FI_EP_RDM }, .check = want_rdm },
-	{ "FI_EP_DGRAM -> ENODATA", .h = { .ep_type = FI_EP_DGRAM },
-	  .expect = -FI_ENODATA },
+	{ "FI_EP_DGRAM: UDP, unordered, one datagram, tagged, FI_SOURCE",
+	  .h = { .ep_type = FI_EP_DGRAM }, .check = want_dgram },
 	{ "FI_PROTO_IWARP", .h = { .protocol = FI_PROTO_IWARP } },
 	{ "FI_PROTO_SOCK_TCP -> ENODATA",
 	  .h = { .protocol = FI_PROTO_SOCK_TCP }, .expect = -FI_ENODATA },
@@ -929,8 +982,8 @@ static const struct gi_case cases[] = {
 	  .expect = -FI_ENODATA },
 	{ "tx iov_limit 9 -> ENODATA", .h = { .tx_iov = 9 },
 	  .expect = -FI_ENODATA },
-	{ "tx inject_size 257 -> ENODATA", .h = { .tx_inject = 257 },
-	  .expect = -FI_ENODATA },
+	{ "tx inject_size 257: DGRAM entries only (MSG, RDM inject <= 256)",
+	  .h = { .tx_inject = 257 }, .check_all = want_dgram_only },
 	{ "tx rma_iov_limit 2 -> ENODATA", .h = { .tx_rma_iov = 2 },
 	  .expect = -FI_ENODATA },
 	{ "rx size 32, iov_limit 4, total_buffered_recv ignored",

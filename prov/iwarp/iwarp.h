@@ -462,6 +462,9 @@ int iwarp_msg_open(struct fid_domain *domain, struct fi_info *info,
 		   struct fid_ep **ep, void *context);
 int iwarp_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_pep **pep, void *context);
+/* FI_EP_DGRAM (dgram/): one UDP socket per endpoint. */
+int iwarp_dgram_open(struct fid_domain *domain, struct fi_info *info,
+		     struct fid_ep **ep, void *context);
 /* fi_query_atomic: what RDM endpoints of the domain run (iwarp_rdm_rma.c) */
 int iwarp_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 		       enum fi_op op, struct fi_atomic_attr *attr,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What iwarp FI_EP_MSG and FI_EP_RDM endpoints offer, as fi_getinfo
- * reports it.
+ * What iwarp FI_EP_MSG, FI_EP_RDM and FI_EP_DGRAM endpoints offer, as
+ * fi_getinfo reports it.
  *
  * The libfabric core hands the hints of an external provider through
  * untouched and exports none of the util helpers that built-in providers
@@ -16,6 +16,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "dgram/dgram_wire.h"
 
 /*
  * Limits of the engine; queue depth, iov and inject limits come from
@@ -51,6 +53,14 @@
 #define IWARP_RDM_RX_CAPS (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | \
 			   FI_SOURCE | FI_MULTI_RECV | FI_RMA | FI_ATOMIC | \
 			   FI_REMOTE_READ | FI_REMOTE_WRITE)
+/* DGRAM (dgram/): untagged and tagged datagrams over UDP, the sender's
+ * fi_addr if asked; no ordering, no delivery promise */
+#define IWARP_DGRAM_CAPS (FI_MSG | FI_TAGGED | IWARP_MSG_DIR | FI_SOURCE | \
+			  IWARP_COMM_CAPS)
+#define IWARP_DGRAM_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND)
+#define IWARP_DGRAM_RX_CAPS (FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE)
+#define IWARP_DGRAM_MAX_MSG IWARP_DGRAM_MSG_MAX	/* one UDP datagram */
+#define IWARP_DGRAM_CQ_DATA 8
 /* what needs keys we choose (targets of RMA and atomics) */
 #define IWARP_KEYED_CAPS (IWARP_RMA_CAPS | FI_ATOMIC)
 #define IWARP_RDM_IOV_LIMIT 4
@@ -74,6 +84,10 @@
 			   FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | \
 			   FI_FENCE)
 #define IWARP_RX_OP_FLAGS FI_COMPLETION
+/* a datagram completes when the kernel took it: nothing is delivered
+ * or fenced for sure */
+#define IWARP_DGRAM_TX_OP_FLAGS (FI_INJECT | FI_COMPLETION | \
+				 FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE)
 
 /*
  * One TCP stream per queue pair keeps every operation in order, except
@@ -252,6 +266,52 @@ static void iwarp_defaults_rdm(struct fi_info *fi)
 	fi->domain_attr->av_type = FI_AV_MAP;
 }
 
+/* DGRAM: one datagram per message, sent at once (so any size is
+ * injected), unordered, with 64-bit remote CQ data and tags. */
+static void iwarp_defaults_dgram(struct fi_info *fi)
+{
+	fi->caps = IWARP_DGRAM_CAPS;
+	fi->ep_attr->type = FI_EP_DGRAM;
+	fi->ep_attr->protocol = FI_PROTO_UDP;
+	fi->ep_attr->max_msg_size = IWARP_DGRAM_MAX_MSG;
+	fi->ep_attr->mem_tag_format = IWARP_RDM_TAG_FORMAT;
+	fi->ep_attr->max_order_raw_size = 0;
+	fi->ep_attr->max_order_war_size = 0;
+	fi->ep_attr->max_order_waw_size = 0;
+	fi->tx_attr->caps = IWARP_DGRAM_TX_CAPS;
+	fi->rx_attr->caps = IWARP_DGRAM_RX_CAPS;
+	fi->tx_attr->msg_order = FI_ORDER_NONE;
+	fi->rx_attr->msg_order = FI_ORDER_NONE;
+	fi->tx_attr->comp_order = FI_ORDER_NONE;
+	fi->rx_attr->comp_order = FI_ORDER_NONE;
+	fi->tx_attr->inject_size = IWARP_DGRAM_MAX_MSG;
+	fi->tx_attr->rma_iov_limit = 0;
+	fi->domain_attr->cq_data_size = IWARP_DGRAM_CQ_DATA;
+	fi->domain_attr->av_type = FI_AV_MAP;
+}
+
+/* What each endpoint type may offer: info, tx and rx caps. */
+struct iwarp_type_caps {
+	uint64_t caps, tx, rx, tx_op_flags;
+};
+
+static const struct iwarp_type_caps *iwarp_type_caps(enum fi_ep_type type)
+{
+	static const struct iwarp_type_caps msg = {
+		IWARP_CAPS, IWARP_TX_CAPS, IWARP_RX_CAPS, IWARP_TX_OP_FLAGS
+	}, rdm = {
+		IWARP_RDM_CAPS, IWARP_RDM_TX_CAPS, IWARP_RDM_RX_CAPS,
+		IWARP_TX_OP_FLAGS
+	}, dgram = {
+		IWARP_DGRAM_CAPS, IWARP_DGRAM_TX_CAPS, IWARP_DGRAM_RX_CAPS,
+		IWARP_DGRAM_TX_OP_FLAGS
+	};
+
+	if (type == FI_EP_RDM)
+		return &rdm;
+	return type == FI_EP_DGRAM ? &dgram : &msg;
+}
+
 static void iwarp_defaults(struct fi_info *fi, uint32_t version,
 			   enum fi_ep_type type)
 {
@@ -265,6 +325,8 @@ static void iwarp_defaults(struct fi_info *fi, uint32_t version,
 	fi->fabric_attr->api_version = version;
 	if (type == FI_EP_RDM)
 		iwarp_defaults_rdm(fi);
+	if (type == FI_EP_DGRAM)
+		iwarp_defaults_dgram(fi);
 }
 
 /* ---- hints that no narrowing can satisfy */
@@ -321,11 +383,11 @@ static const struct iwarp_limit iwarp_tx_limits[] = {
 };
 
 static bool iwarp_tx_hints_ok(const struct fi_tx_attr *h,
-			      const struct fi_tx_attr *ours)
+			      const struct fi_tx_attr *ours, uint64_t op_flags)
 {
 	return iwarp_bits_ok("tx caps", h->caps & ~IWARP_TX_IGNORED,
 			     ours->caps, FI_TYPE_CAPS) &&
-	       iwarp_bits_ok("tx op_flags", h->op_flags, IWARP_TX_OP_FLAGS,
+	       iwarp_bits_ok("tx op_flags", h->op_flags, op_flags,
 			     FI_TYPE_OP_FLAGS) &&
 	       iwarp_bits_ok("tx msg_order", h->msg_order, ours->msg_order,
 			     FI_TYPE_MSG_ORDER) &&
@@ -429,8 +491,8 @@ static bool iwarp_hints_ok(const struct fi_info *hints,
 	if (hints->domain_attr &&
 	    !iwarp_domain_hints_ok(hints->domain_attr, ours->domain_attr))
 		return false;
-	if (hints->tx_attr && !iwarp_tx_hints_ok(hints->tx_attr,
-						 ours->tx_attr))
+	if (hints->tx_attr && !iwarp_tx_hints_ok(hints->tx_attr, ours->tx_attr,
+			iwarp_type_caps(ours->ep_attr->type)->tx_op_flags))
 		return false;
 	return !hints->rx_attr || iwarp_rx_hints_ok(hints->rx_attr,
 						    ours->rx_attr);
@@ -492,25 +554,21 @@ static bool iwarp_side_caps(uint64_t *side, uint64_t hint, uint64_t avail,
 
 static bool iwarp_narrow_caps(struct fi_info *fi, const struct fi_info *hints)
 {
+	const struct iwarp_type_caps *tc = iwarp_type_caps(fi->ep_attr->type);
 	uint64_t tx_hint = 0, rx_hint = 0;
 
-	bool rdm = fi->ep_attr->type == FI_EP_RDM;
-
 	if (hints->caps)
-		fi->caps = iwarp_caps_expand(hints->caps, rdm ? IWARP_RDM_CAPS :
-								IWARP_CAPS);
+		fi->caps = iwarp_caps_expand(hints->caps, tc->caps);
 	if (hints->tx_attr)
 		tx_hint = hints->tx_attr->caps & ~IWARP_TX_IGNORED;
 	if (hints->rx_attr)
 		rx_hint = hints->rx_attr->caps & ~IWARP_RX_IGNORED;
 	fi->tx_attr->caps = iwarp_tx_half(fi->caps);
 	fi->rx_attr->caps = iwarp_rx_half(fi->caps);
-	return iwarp_side_caps(&fi->tx_attr->caps, tx_hint,
-			       rdm ? IWARP_RDM_TX_CAPS : IWARP_TX_CAPS,
-			       fi->caps, "tx") &&
-	       iwarp_side_caps(&fi->rx_attr->caps, rx_hint,
-			       rdm ? IWARP_RDM_RX_CAPS : IWARP_RX_CAPS,
-			       fi->caps, "rx");
+	return iwarp_side_caps(&fi->tx_attr->caps, tx_hint, tc->tx, fi->caps,
+			       "tx") &&
+	       iwarp_side_caps(&fi->rx_attr->caps, rx_hint, tc->rx, fi->caps,
+			       "rx");
 }
 
 /* ---- memory registration */
@@ -669,6 +727,35 @@ static int iwarp_narrow_keys(struct fi_info *fi, const struct fi_info *hints)
 	return ret;
 }
 
+/* FI_MSG_PREFIX offered in the mode bits, on every side that has some */
+static bool iwarp_prefix_offered(const struct fi_info *h)
+{
+	if (!(h->mode & FI_MSG_PREFIX))
+		return false;
+	if (h->tx_attr && h->tx_attr->mode &&
+	    !(h->tx_attr->mode & FI_MSG_PREFIX))
+		return false;
+	return !h->rx_attr || !h->rx_attr->mode ||
+	       (h->rx_attr->mode & FI_MSG_PREFIX);
+}
+
+/*
+ * DGRAM takes the prefix whenever the application offers it: buffers
+ * then start with IWARP_DGRAM_HDR_MAX octets that carry nothing, which
+ * costs the application nothing it did not agree to, and fabtests' -k
+ * insists on getting the mode it offered.
+ */
+static void iwarp_narrow_prefix(struct fi_info *fi,
+				const struct fi_info *hints)
+{
+	if (fi->ep_attr->type != FI_EP_DGRAM || !iwarp_prefix_offered(hints))
+		return;
+	fi->mode |= FI_MSG_PREFIX;
+	fi->tx_attr->mode |= FI_MSG_PREFIX;
+	fi->rx_attr->mode |= FI_MSG_PREFIX;
+	fi->ep_attr->msg_prefix_size = IWARP_DGRAM_HDR_MAX;
+}
+
 static int iwarp_narrow(struct fi_info *fi, uint32_t version,
 			const struct fi_info *hints)
 {
@@ -676,6 +763,7 @@ static int iwarp_narrow(struct fi_info *fi, uint32_t version,
 	    !iwarp_narrow_mr(fi, version, hints))
 		return -FI_ENODATA;
 	iwarp_narrow_attrs(fi, hints);
+	iwarp_narrow_prefix(fi, hints);
 	return iwarp_narrow_keys(fi, hints);
 }
 

@@ -66,12 +66,15 @@ static int iwarp_no_endpoint2(struct fid_domain *domain, struct fi_info *info,
 	return -FI_ENOSYS;
 }
 
-/* FI_EP_MSG rides one engine QP; FI_EP_RDM manages a QP per peer. */
+/* FI_EP_MSG rides one engine QP; FI_EP_RDM manages a QP per peer;
+ * FI_EP_DGRAM is a UDP socket. */
 static int iwarp_endpoint_open(struct fid_domain *domain, struct fi_info *info,
 			       struct fid_ep **ep, void *context)
 {
 	if (info && info->ep_attr && info->ep_attr->type == FI_EP_RDM)
 		return iwarp_rdm_open(domain, info, ep, context);
+	if (info && info->ep_attr && info->ep_attr->type == FI_EP_DGRAM)
+		return iwarp_dgram_open(domain, info, ep, context);
 	return iwarp_msg_open(domain, info, ep, context);
 }
 

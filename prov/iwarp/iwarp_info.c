@@ -5,8 +5,10 @@
  * ("eth0"); loopback comes last so that consumers which take the first
  * entry (Open MPI) use a real network.
  *
- * Every entry is an FI_EP_MSG endpoint whose attributes iwarp_attr.c
- * builds once from the hints; this file picks the interfaces that fit
+ * Entries come per endpoint type (RDM, MSG, then DGRAM, so that a
+ * consumer taking the first entry never gets an unreliable one), with
+ * attributes iwarp_attr.c builds once per type from the hints; this file
+ * picks the interfaces that fit
  * the names, address format and addresses asked for, and gives each
  * entry its names and addresses. The libfabric core does none of this
  * for external providers.
@@ -402,7 +404,8 @@ int iwarp_getinfo(uint32_t version, const char *node, const char *service,
 		  uint64_t flags, const struct fi_info *hints,
 		  struct fi_info **info)
 {
-	static const enum fi_ep_type types[] = { FI_EP_RDM, FI_EP_MSG };
+	static const enum fi_ep_type types[] = { FI_EP_RDM, FI_EP_MSG,
+						 FI_EP_DGRAM };
 	struct fi_info **tail = info;
 	struct iwarp_req req;
 	size_t i;
