@@ -24,9 +24,10 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "fi_api.h"
 #include "pattern.h"
 
-#define MSG_API		FI_VERSION(1, 17)
+#define MSG_API		TEST_API
 #define MSG_PORT_BASE	23920
 #define WAIT_MS		5000	/* the bound of one wait */
 #define CM_MAX		252	/* FI_OPT_CM_DATA_SIZE of the provider */

@@ -31,8 +31,9 @@
 #include <rdma/fi_errno.h>
 
 #include "tap.h"
+#include "fi_api.h"
 
-#define API		FI_VERSION(1, 17)
+#define API		TEST_API
 #define PORT		23900
 #define PORT_S		"23900"
 #define FAR_HOST	"198.51.100.7"	/* TEST-NET-2: never ours */
@@ -48,6 +49,15 @@
 #define NEVER_MR	(FI_MR_LOCAL | FI_MR_RAW | FI_MR_MMU_NOTIFY | \
 			 FI_MR_RMA_EVENT | FI_MR_ENDPOINT | FI_MR_HMEM | \
 			 FI_MR_COLLECTIVE)
+/* fi_endpoint(3) 2.x: comp_order is 0 unless the hints ask for one;
+ * fi_av(3) 2.x deprecates FI_AV_MAP */
+#if TEST_API_V2
+#define COMP_ORDER	0
+#define RDM_AV		FI_AV_TABLE
+#else
+#define COMP_ORDER	FI_ORDER_STRICT
+#define RDM_AV		FI_AV_MAP
+#endif
 #define OUR_ORDER	(FI_ORDER_SAS | FI_ORDER_SAW | FI_ORDER_SAR | \
 			 FI_ORDER_WAS | FI_ORDER_WAW | FI_ORDER_RAW | \
 			 FI_ORDER_RAR | FI_ORDER_RAS)
@@ -74,6 +84,10 @@ struct hint_spec {
 	enum fi_resource_mgmt rm;
 	enum fi_av_type av_type;
 	size_t cq_data_size, cq_cnt, mr_iov_limit;
+#if TEST_API_V2
+	size_t max_ep_auth_key;
+	uint32_t max_group_id;
+#endif
 	const char *fabric, *domain;
 	const char *src_host, *src_port, *dest_host, *dest_port;
 };
@@ -178,6 +192,10 @@ static void spec_domain(struct fi_info *h, const struct hint_spec *s)
 	d->cq_data_size = s->cq_data_size;
 	d->cq_cnt = s->cq_cnt;
 	d->mr_iov_limit = s->mr_iov_limit;
+#if TEST_API_V2
+	d->max_ep_auth_key = s->max_ep_auth_key;
+	d->max_group_id = s->max_group_id;
+#endif
 	if (s->domain)
 		d->name = strdup(s->domain);
 }
@@ -300,8 +318,8 @@ static const char *entry_mr_ok(const struct fi_info *fi)
 	int mr = fi->domain_attr->mr_mode;
 
 	EXPECT(!(mr & NEVER_MR));
-	EXPECT(!(mr & FI_MR_SCALABLE));
-	EXPECT(!(fi->caps & RMA_CAPS) || mr == FI_MR_BASIC ||
+	EXPECT(!(mr & TEST_MR_SCALABLE));
+	EXPECT(!(fi->caps & RMA_CAPS) || mr == TEST_MR_BASIC ||
 	       (mr & FI_MR_PROV_KEY));
 	EXPECT(fi->domain_attr->mr_key_size == 4);
 	return NULL;
@@ -316,7 +334,7 @@ static const char *rdm_entry_ok(const struct fi_info *fi)
 	EXPECT(fi->mode == 0);
 	/* RMA and atomics need keys we choose */
 	EXPECT(!(fi->caps & (FI_RMA | FI_ATOMIC)) ||
-	       fi->domain_attr->mr_mode == FI_MR_BASIC ||
+	       fi->domain_attr->mr_mode == TEST_MR_BASIC ||
 	       (fi->domain_attr->mr_mode & FI_MR_PROV_KEY));
 	EXPECT(fi->domain_attr->cq_data_size >= 4);
 	EXPECT(fi->domain_attr->resource_mgmt != FI_RM_UNSPEC);
@@ -352,6 +370,7 @@ static const char *want_rdm(const struct fi_info *fi)
 	EXPECT(fi->domain_attr->cq_data_size == 8);
 	EXPECT(fi->domain_attr->resource_mgmt == FI_RM_ENABLED);
 	EXPECT(fi->tx_attr->inject_size >= 64);
+	EXPECT(fi->domain_attr->av_type == RDM_AV);
 	return NULL;
 }
 
@@ -405,7 +424,11 @@ static const char *entry_attrs_ok(const struct fi_info *fi)
 	       fi->rx_attr->mode == 0 && fi->domain_attr->mode == 0);
 	EXPECT(!(fi->tx_attr->msg_order & FI_ORDER_WAR));
 	EXPECT((fi->tx_attr->msg_order & OUR_ORDER) == OUR_ORDER);
+#if TEST_API_V2
+	EXPECT(!(fi->tx_attr->comp_order & ~TEST_ORDER_STRICT));
+#else
 	EXPECT(fi->tx_attr->comp_order == FI_ORDER_STRICT);
+#endif
 	EXPECT(fi->domain_attr->threading != FI_THREAD_UNSPEC);
 	EXPECT(fi->domain_attr->control_progress == FI_PROGRESS_MANUAL);
 	EXPECT(fi->domain_attr->data_progress == FI_PROGRESS_MANUAL);
@@ -532,6 +555,8 @@ static const char *want_defaults(const struct fi_info *fi)
 	EXPECT(fi->domain_attr->max_ep_tx_ctx == 1);
 	EXPECT(fi->domain_attr->max_ep_stx_ctx == 0);
 	EXPECT(fi->domain_attr->av_type == FI_AV_UNSPEC);
+	EXPECT(fi->tx_attr->comp_order == COMP_ORDER);
+	EXPECT(fi->rx_attr->comp_order == COMP_ORDER);
 	EXPECT(!strcmp(fi->domain_attr->name, "lo"));
 	return NULL;
 }
@@ -643,7 +668,7 @@ static const char *want_fabtests(const struct fi_info *fi)
 
 static const char *want_basic_rma(const struct fi_info *fi)
 {
-	EXPECT(fi->domain_attr->mr_mode == FI_MR_BASIC);
+	EXPECT(fi->domain_attr->mr_mode == TEST_MR_BASIC);
 	EXPECT((fi->caps & RMA_CAPS) == RMA_CAPS);
 	return NULL;
 }
@@ -675,6 +700,12 @@ WANT_THREADING(FI_THREAD_FID)
 static const char *want_av_map(const struct fi_info *fi)
 {
 	EXPECT(fi->domain_attr->av_type == FI_AV_MAP);
+	return NULL;
+}
+
+static const char *want_comp_strict(const struct fi_info *fi)
+{
+	EXPECT(fi->tx_attr->comp_order == TEST_ORDER_STRICT);
 	return NULL;
 }
 
@@ -829,6 +860,21 @@ static const char *want_lo4_entry(const struct fi_info *fi)
 	return NULL;
 }
 
+/* An application of the 1.x API on this build gets the 1.x answers. */
+static const char *want_api1_msg(const struct fi_info *fi)
+{
+	EXPECT(fi->tx_attr->comp_order == TEST_ORDER_STRICT);
+	EXPECT(fi->rx_attr->comp_order == TEST_ORDER_STRICT);
+	EXPECT(fi->fabric_attr->api_version == FI_VERSION(1, 17));
+	return NULL;
+}
+
+static const char *want_api1_rdm(const struct fi_info *fi)
+{
+	EXPECT(fi->domain_attr->av_type == FI_AV_MAP);
+	return NULL;
+}
+
 /* ---- the table */
 
 #define PINGPONG_HINTS							\
@@ -840,10 +886,11 @@ static const char *want_lo4_entry(const struct fi_info *fi)
 static const struct gi_case cases[] = {
 	{ "no hints at all: everything we offer", .no_hints = true,
 	  .check = want_defaults },
-	{ "prov_name only (mr_mode 0, API 1.17): no RMA, mr_mode 0",
+	{ "prov_name only (mr_mode 0): no RMA, mr_mode 0",
 	  .check = want_no_rma },
 	{ "fi_info's hints (mode ~0, mr_mode ~BASIC/SCALABLE)",
-	  .h = { .mode = ~0ULL, .mr_mode = ~(FI_MR_BASIC | FI_MR_SCALABLE) },
+	  .h = { .mode = ~0ULL,
+		 .mr_mode = ~(TEST_MR_BASIC | TEST_MR_SCALABLE) },
 	  .check = want_fi_info_view },
 
 	{ "FI_EP_MSG", .h = { .ep_type = FI_EP_MSG } },
@@ -926,22 +973,22 @@ static const struct gi_case cases[] = {
 
 	{ "API 1.4 FI_MR_BASIC + FI_RMA -> FI_MR_BASIC",
 	  .api = FI_VERSION(1, 4),
-	  .h = { .caps = FI_RMA, .mr_mode = FI_MR_BASIC },
+	  .h = { .caps = FI_RMA, .mr_mode = TEST_MR_BASIC },
 	  .check = want_basic_rma },
 	{ "API 1.4 FI_MR_UNSPEC -> FI_MR_BASIC, all caps",
 	  .api = FI_VERSION(1, 4), .check = want_basic_all },
 	{ "API 1.4 FI_MR_SCALABLE -> ENODATA", .api = FI_VERSION(1, 4),
-	  .h = { .mr_mode = FI_MR_SCALABLE }, .expect = -FI_ENODATA },
+	  .h = { .mr_mode = TEST_MR_SCALABLE }, .expect = -FI_ENODATA },
 	{ "API 1.4 with 1.5 mr_mode bits -> ENODATA",
 	  .api = FI_VERSION(1, 4), .h = { .mr_mode = BASIC_MAP },
 	  .expect = -FI_ENODATA },
-	{ "API 1.17 FI_MR_BASIC + FI_RMA -> FI_MR_BASIC",
-	  .h = { .caps = FI_RMA, .mr_mode = FI_MR_BASIC },
+	{ "this API: FI_MR_BASIC + FI_RMA -> FI_MR_BASIC",
+	  .h = { .caps = FI_RMA, .mr_mode = TEST_MR_BASIC },
 	  .check = want_basic_rma },
-	{ "API 1.17 FI_MR_SCALABLE -> ENODATA",
-	  .h = { .mr_mode = FI_MR_SCALABLE }, .expect = -FI_ENODATA },
-	{ "API 1.17 FI_MR_BASIC|FI_MR_LOCAL -> ENODATA",
-	  .h = { .mr_mode = FI_MR_BASIC | FI_MR_LOCAL },
+	{ "this API: FI_MR_SCALABLE -> ENODATA",
+	  .h = { .mr_mode = TEST_MR_SCALABLE }, .expect = -FI_ENODATA },
+	{ "this API: FI_MR_BASIC|FI_MR_LOCAL -> ENODATA",
+	  .h = { .mr_mode = TEST_MR_BASIC | FI_MR_LOCAL },
 	  .expect = -FI_ENODATA },
 
 	{ "threading UNSPEC -> FI_THREAD_SAFE",
@@ -1011,9 +1058,10 @@ static const struct gi_case cases[] = {
 	{ "rx msg_order FI_ORDER_WAR -> ENODATA",
 	  .h = { .rx_order = FI_ORDER_WAR }, .expect = -FI_ENODATA },
 	{ "tx comp_order FI_ORDER_STRICT",
-	  .h = { .tx_comp_order = FI_ORDER_STRICT } },
+	  .h = { .tx_comp_order = TEST_ORDER_STRICT },
+	  .check = want_comp_strict },
 	{ "rx comp_order FI_ORDER_DATA -> ENODATA",
-	  .h = { .rx_comp_order = FI_ORDER_DATA }, .expect = -FI_ENODATA },
+	  .h = { .rx_comp_order = TEST_ORDER_DATA }, .expect = -FI_ENODATA },
 
 	{ "max_msg_size 4096", .h = { .max_msg_size = 4096 } },
 	{ "max_msg_size 2^32 -> ENODATA", .h = { .max_msg_size = 1ULL << 32 },
@@ -1098,7 +1146,64 @@ static const struct gi_case cases[] = {
 	  .expect = -FI_ENODATA },
 	{ "OFI_CORE_PROV_ONLY (ofi_rxm asking) -> ENODATA",
 	  .flags = OFI_CORE_PROV_ONLY, .expect = -FI_ENODATA },
+
+	{ "API 1.17: MSG comp_order FI_ORDER_STRICT",
+	  .api = FI_VERSION(1, 17), .h = { .ep_type = FI_EP_MSG },
+	  .check = want_api1_msg },
+	{ "API 1.17: RDM av_type FI_AV_MAP", .api = FI_VERSION(1, 17),
+	  .h = { .ep_type = FI_EP_RDM }, .check = want_api1_rdm },
 };
+
+/* What only 2.x headers can ask; skips on 1.x, so N_CASES_V2 there. */
+#if TEST_API_V2
+static const char *want_manual(const struct fi_info *fi)
+{
+	EXPECT(fi->domain_attr->progress == FI_PROGRESS_MANUAL);
+	EXPECT(fi->domain_attr->control_progress == FI_PROGRESS_MANUAL);
+	return NULL;
+}
+
+static const char *want_later_fields(const struct fi_info *fi)
+{
+#if TEST_API >= FI_VERSION(2, 5)
+	EXPECT(fi->domain_attr->max_cntr_value == UINT64_MAX);
+	EXPECT(fi->domain_attr->max_err_cntr_value == UINT64_MAX);
+#endif
+	EXPECT(fi->domain_attr->max_ep_auth_key == 1);
+	EXPECT(fi->domain_attr->max_group_id == 0);
+	return NULL;
+}
+
+static const struct gi_case cases_v2[] = {
+	{ "2.x: progress FI_PROGRESS_CONTROL_UNIFIED met, manual",
+	  .h = { .data_progress = FI_PROGRESS_CONTROL_UNIFIED },
+	  .check = want_manual },
+	{ "2.x: control progress FI_PROGRESS_CONTROL_UNIFIED met",
+	  .h = { .ctrl_progress = FI_PROGRESS_CONTROL_UNIFIED },
+	  .check = want_manual },
+	{ "API 1.17: FI_PROGRESS_CONTROL_UNIFIED (2.x) -> ENODATA",
+	  .api = FI_VERSION(1, 17),
+	  .h = { .data_progress = FI_PROGRESS_CONTROL_UNIFIED },
+	  .expect = -FI_ENODATA },
+	{ "2.x: full counter range, one auth key per endpoint, no peer groups",
+	  .check = want_later_fields },
+	{ "2.x: max_ep_auth_key 2 -> ENODATA",
+	  .h = { .max_ep_auth_key = 2 }, .expect = -FI_ENODATA },
+	{ "2.x: max_group_id 1 -> ENODATA", .h = { .max_group_id = 1 },
+	  .expect = -FI_ENODATA },
+	{ "2.x: caps FI_TAGGED_DIRECTED_RECV -> ENODATA",
+	  .h = { .ep_type = FI_EP_RDM,
+		 .caps = FI_TAGGED | FI_TAGGED_DIRECTED_RECV },
+	  .expect = -FI_ENODATA },
+	{ "2.x: caps FI_TAGGED_MULTI_RECV -> ENODATA",
+	  .h = { .ep_type = FI_EP_RDM,
+		 .caps = FI_TAGGED | FI_TAGGED_MULTI_RECV },
+	  .expect = -FI_ENODATA },
+};
+#define N_CASES_V2 (sizeof(cases_v2) / sizeof(cases_v2[0]))
+#else
+#define N_CASES_V2 8
+#endif
 
 /* Cases that depend on ::1 being configured. */
 static const struct gi_case cases_ipv6[] = {
@@ -1387,6 +1492,12 @@ int main(int argc, char **argv)
 		tap_skip_n((int)(sizeof(cases_ipv6) / sizeof(cases_ipv6[0])) - 1,
 			   "an IPv6 case: lo has no ::1");
 	}
+#if TEST_API_V2
+	for (i = 0; i < N_CASES_V2; i++)
+		run_case(&cases_v2[i]);
+#else
+	tap_skip_n(N_CASES_V2, "a case of the 2.x API: 1.x headers");
+#endif
 	run_all_ifaces(argv[0]);
 	return tap_done();
 }

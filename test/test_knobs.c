@@ -51,8 +51,9 @@
 
 #include "pattern.h"
 #include "tap.h"
+#include "fi_api.h"
 
-#define API		FI_VERSION(1, 17)
+#define API		TEST_API
 #define WAIT_S		5.0	/* one wait of a child */
 #define CASE_S		20.0	/* one child, from the start of its case */
 #define MAXCHK		12	/* check slots of one side */

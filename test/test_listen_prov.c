@@ -30,6 +30,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "tap.h"
+#include "fi_api.h"
 
 #define CAP 16
 #define MPA_MS 300
@@ -305,7 +306,7 @@ static int open_all(void)
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = FI_TAGGED;
 	hints->addr_format = FI_SOCKADDR_IN;
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+	ret = fi_getinfo(TEST_API, NULL, NULL, 0, hints, &info);
 	fi_freeinfo(hints);
 	if (!ret)
 		ret = fi_fabric(info->fabric_attr, &fabric, NULL);

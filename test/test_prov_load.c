@@ -29,8 +29,9 @@
 #include <rdma/fi_errno.h>
 
 #include "tap.h"
+#include "fi_api.h"
 
-#define API FI_VERSION(1, 17)
+#define API TEST_API
 
 extern char **environ;
 

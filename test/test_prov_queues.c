@@ -30,8 +30,9 @@
 #include <rdma/fi_errno.h>
 
 #include "tap.h"
+#include "fi_api.h"
 
-#define API FI_VERSION(1, 17)
+#define API TEST_API
 /* timeouts of the blocking calls, and what counts as having slept */
 #define SHORT_MS	50
 #define SLEPT_MS	40

@@ -32,6 +32,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "tap.h"
+#include "fi_api.h"
 
 #define PORT_DEAD 23998		/* nothing listens here */
 #define PORT_RESTART 23997	/* the endpoint that restarts */
@@ -427,7 +428,7 @@ int main(void)
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV;
 	hints->addr_format = FI_SOCKADDR_IN;
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+	ret = fi_getinfo(TEST_API, NULL, NULL, 0, hints, &info);
 	fi_freeinfo(hints);
 	if (!tap_ok(!ret, "fi_getinfo FI_EP_RDM (%d)", ret))
 		return tap_done();

@@ -62,6 +62,7 @@
 
 #include "pattern.h"
 #include "tap.h"
+#include "fi_api.h"
 
 /* ==== reporting from children ==== */
 
@@ -146,7 +147,7 @@ static int node_open(struct node *n, uint64_t caps, enum fi_threading th)
 				      FI_MR_PROV_KEY;
 	if (th)
 		hints->domain_attr->threading = th;
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &list);
+	ret = fi_getinfo(TEST_API, NULL, NULL, 0, hints, &list);
 	fi_freeinfo(hints);
 	if (ret)
 		return ret;
@@ -1837,7 +1838,7 @@ static int getinfo_rdm(const char *prov, struct fi_info **out)
 		hints->fabric_attr->prov_name = strdup(prov);
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = FI_MSG | FI_TAGGED;
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, out);
+	ret = fi_getinfo(TEST_API, NULL, NULL, 0, hints, out);
 	fi_freeinfo(hints);
 	return ret;
 }

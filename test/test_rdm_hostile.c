@@ -26,6 +26,7 @@
 #include "iwarp/engine.h"
 #include "iwarp/wire.h"
 #include "tap.h"
+#include "fi_api.h"
 
 #define HDR 40
 #define FAKE_PORT 23991		/* the address the hostile peer claims */
@@ -468,7 +469,7 @@ int main(void)
 	hints->caps = FI_TAGGED;
 	hints->addr_format = FI_SOCKADDR_IN;
 	hints->fabric_attr->prov_name = strdup("iwarp");
-	ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", NULL, FI_SOURCE,
+	ret = fi_getinfo(TEST_API, "127.0.0.1", NULL, FI_SOURCE,
 			 hints, &info);
 	fi_freeinfo(hints);
 	if (!tap_ok(!ret, "fi_getinfo FI_EP_RDM on 127.0.0.1 (%d)", ret))

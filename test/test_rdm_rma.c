@@ -57,6 +57,7 @@
 #include <rdma/fi_rma.h>
 
 #include "tap.h"
+#include "fi_api.h"
 
 #define REGION (32u << 20)
 #define ATOMIC_AREA 4096		/* at the start of the region */
@@ -225,7 +226,7 @@ static int open_all(void)
 	hints->addr_format = FI_SOCKADDR_IN;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY;
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+	ret = fi_getinfo(TEST_API, NULL, NULL, 0, hints, &info);
 	fi_freeinfo(hints);
 	if (ret)
 		return ret;

@@ -42,7 +42,29 @@
 #include "iwarp/wire.h"
 
 #define IWARP_PROV_NAME		"iwarp"
-#define IWARP_FI_VERSION	FI_VERSION(1, 17)
+/*
+ * The API of the headers we are built against: a 2.x core skips a
+ * provider older than the version an application asks for.
+ */
+#define IWARP_FI_VERSION	FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+
+/*
+ * 1.x values that 2.x headers deprecate with a warning at every use
+ * (fabric.h); the ABI keeps them and 1.x applications still send them.
+ */
+#define IWARP_MR_UNSPEC		0
+#define IWARP_MR_BASIC		(1 << 0)
+#define IWARP_MR_SCALABLE	(1 << 1)
+#define IWARP_ORDER_NONE	0ULL
+#define IWARP_ORDER_STRICT	0x1ffULL
+/* FI_VARIABLE_MSG in 1.x, FI_EXACT_DIRECTED_RECV in 2.x: receive side */
+#define IWARP_CAP_BIT48		(1ULL << 48)
+
+/* fi_getinfo's version: the application wants the 2.x behaviour. */
+static inline bool iwarp_api_v2(uint32_t version)
+{
+	return FI_VERSION_GE(version, FI_VERSION(2, 0));
+}
 
 /*
  * Internal getinfo flag of libfabric (include/ofi.h, not installed):

@@ -74,7 +74,7 @@
  * are ignored there rather than refused (libfabric does the same).
  */
 #define IWARP_TX_IGNORED (FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | \
-			  FI_DIRECTED_RECV | FI_VARIABLE_MSG | \
+			  FI_DIRECTED_RECV | IWARP_CAP_BIT48 | \
 			  FI_MULTI_RECV | FI_SOURCE | FI_RMA_EVENT | \
 			  FI_SOURCE_ERR | IWARP_COMM_CAPS)
 #define IWARP_RX_IGNORED (FI_SEND | FI_READ | FI_WRITE | FI_FENCE | \
@@ -99,7 +99,7 @@
 			 FI_ORDER_WAS | FI_ORDER_WAW | FI_ORDER_RAW | \
 			 FI_ORDER_RAR | FI_ORDER_RAS | FI_ORDER_RMA_RAR | \
 			 FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAW)
-#define IWARP_COMP_ORDER FI_ORDER_STRICT
+#define IWARP_COMP_ORDER IWARP_ORDER_STRICT
 
 /* mr_mode bits that change what we do; every other bit is never needed. */
 #define IWARP_MR_HONOURED (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
@@ -238,13 +238,33 @@ static void iwarp_defaults_domain(struct fi_domain_attr *d)
 static int iwarp_default_mr_mode(uint32_t version)
 {
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
-		return FI_MR_BASIC;
+		return IWARP_MR_BASIC;
 	return FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
+}
+
+/*
+ * Domain fields of later APIs, set only for an application asking for
+ * such an API: older cores allocate structures without them.
+ */
+static void iwarp_defaults_later(struct fi_domain_attr *d, uint32_t version)
+{
+#if IWARP_FI_VERSION >= FI_VERSION(1, 20)
+	/* one job key per endpoint (iwarp_auth.h) */
+	if (FI_VERSION_GE(version, FI_VERSION(1, 20)))
+		d->max_ep_auth_key = 1;
+#endif
+#if IWARP_FI_VERSION >= FI_VERSION(2, 5)
+	/* fi_domain(3): counters have the full 64-bit range */
+	if (FI_VERSION_GE(version, FI_VERSION(2, 5))) {
+		d->max_cntr_value = UINT64_MAX;
+		d->max_err_cntr_value = UINT64_MAX;
+	}
+#endif
 }
 
 /* RDM: one TCP stream per peer keeps sends in order; rendezvous and
  * eager messages complete in any order. */
-static void iwarp_defaults_rdm(struct fi_info *fi)
+static void iwarp_defaults_rdm(struct fi_info *fi, uint32_t version)
 {
 	fi->caps = IWARP_RDM_CAPS;
 	fi->ep_attr->type = FI_EP_RDM;
@@ -256,14 +276,16 @@ static void iwarp_defaults_rdm(struct fi_info *fi)
 	fi->rx_attr->caps = IWARP_RDM_RX_CAPS;
 	fi->tx_attr->msg_order = FI_ORDER_SAS;
 	fi->rx_attr->msg_order = FI_ORDER_SAS;
-	fi->tx_attr->comp_order = FI_ORDER_NONE;
-	fi->rx_attr->comp_order = FI_ORDER_NONE;
+	fi->tx_attr->comp_order = IWARP_ORDER_NONE;
+	fi->rx_attr->comp_order = IWARP_ORDER_NONE;
 	fi->tx_attr->iov_limit = IWARP_RDM_IOV_LIMIT;
 	fi->rx_attr->iov_limit = IWARP_RDM_IOV_LIMIT;
 	fi->tx_attr->rma_iov_limit = IWARP_RMA_IOV_LIMIT;
 	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
 	fi->domain_attr->cq_data_size = IWARP_RDM_CQ_DATA;
-	fi->domain_attr->av_type = FI_AV_MAP;
+	/* fi_av(3) 2.x deprecates FI_AV_MAP; ours behaves as a table */
+	fi->domain_attr->av_type = iwarp_api_v2(version) ? FI_AV_TABLE :
+							  FI_AV_MAP;
 }
 
 /* DGRAM: one datagram per message, sent at once (so any size is
@@ -321,10 +343,11 @@ static void iwarp_defaults(struct fi_info *fi, uint32_t version,
 	iwarp_defaults_tx_rx(fi->tx_attr, fi->rx_attr);
 	iwarp_defaults_domain(fi->domain_attr);
 	fi->domain_attr->mr_mode = iwarp_default_mr_mode(version);
+	iwarp_defaults_later(fi->domain_attr, version);
 	fi->fabric_attr->prov_version = iwarp_prov.version;
 	fi->fabric_attr->api_version = version;
 	if (type == FI_EP_RDM)
-		iwarp_defaults_rdm(fi);
+		iwarp_defaults_rdm(fi, version);
 	if (type == FI_EP_DGRAM)
 		iwarp_defaults_dgram(fi);
 }
@@ -438,19 +461,28 @@ static const struct iwarp_limit iwarp_domain_limits[] = {
 	IWARP_LIMIT(struct fi_domain_attr, mr_cnt),
 };
 
-static bool iwarp_progress_ok(enum fi_progress progress)
+/*
+ * 2.x adds FI_PROGRESS_CONTROL_UNIFIED: manual progress, with the
+ * application serializing control and data calls. We lock anyway, so
+ * it is met and the reply keeps FI_PROGRESS_MANUAL.
+ */
+static bool iwarp_progress_ok(enum fi_progress progress, uint32_t version)
 {
+#if IWARP_FI_VERSION >= FI_VERSION(2, 0)
+	if (iwarp_api_v2(version) && progress == FI_PROGRESS_CONTROL_UNIFIED)
+		return true;
+#endif
 	return progress == FI_PROGRESS_UNSPEC ||
 	       progress == FI_PROGRESS_MANUAL;
 }
 
 static bool iwarp_domain_modes_ok(const struct fi_domain_attr *h,
-				  const struct fi_domain_attr *ours)
+				  uint32_t version)
 {
 	if ((unsigned int)h->threading > FI_THREAD_ENDPOINT)
 		return iwarp_reject("unknown threading %d\n", h->threading);
-	if (!iwarp_progress_ok(h->control_progress) ||
-	    !iwarp_progress_ok(h->data_progress))
+	if (!iwarp_progress_ok(h->control_progress, version) ||
+	    !iwarp_progress_ok(h->data_progress, version))
 		return iwarp_reject("only FI_PROGRESS_MANUAL: there is no "
 				    "progress thread\n");
 	/* both are met: we never overrun a peer, and a caller asking
@@ -463,10 +495,29 @@ static bool iwarp_domain_modes_ok(const struct fi_domain_attr *h,
 	return true;
 }
 
-static bool iwarp_domain_hints_ok(const struct fi_domain_attr *h,
-				  const struct fi_domain_attr *ours)
+/* Hint fields of later APIs, read only when the application's has them. */
+static bool iwarp_domain_later_ok(const struct fi_domain_attr *h,
+				  uint32_t version)
 {
-	if (!iwarp_domain_modes_ok(h, ours))
+#if IWARP_FI_VERSION >= FI_VERSION(1, 20)
+	if (FI_VERSION_GE(version, FI_VERSION(1, 20)) && h->max_ep_auth_key > 1)
+		return iwarp_reject("max_ep_auth_key %zu: one per endpoint\n",
+				    h->max_ep_auth_key);
+#endif
+#if IWARP_FI_VERSION >= FI_VERSION(2, 0)
+	if (iwarp_api_v2(version) && h->max_group_id)
+		return iwarp_reject("max_group_id %u: no peer groups\n",
+				    h->max_group_id);
+#endif
+	return true;
+}
+
+static bool iwarp_domain_hints_ok(const struct fi_domain_attr *h,
+				  const struct fi_domain_attr *ours,
+				  uint32_t version)
+{
+	if (!iwarp_domain_modes_ok(h, version) ||
+	    !iwarp_domain_later_ok(h, version))
 		return false;
 	if (!iwarp_key_hint_ok("domain", h->auth_key, h->auth_key_size))
 		return false;
@@ -489,7 +540,8 @@ static bool iwarp_hints_ok(const struct fi_info *hints,
 						 ours->ep_attr))
 		return false;
 	if (hints->domain_attr &&
-	    !iwarp_domain_hints_ok(hints->domain_attr, ours->domain_attr))
+	    !iwarp_domain_hints_ok(hints->domain_attr, ours->domain_attr,
+				   ours->fabric_attr->api_version))
 		return false;
 	if (hints->tx_attr && !iwarp_tx_hints_ok(hints->tx_attr, ours->tx_attr,
 			iwarp_type_caps(ours->ep_attr->type)->tx_op_flags))
@@ -596,15 +648,16 @@ static int iwarp_mr_mode(uint32_t version, int user, bool *prov_keys)
 {
 	*prov_keys = true;
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5))) {
-		if (user == FI_MR_UNSPEC || user == FI_MR_BASIC)
-			return FI_MR_BASIC;
+		if (user == IWARP_MR_UNSPEC || user == IWARP_MR_BASIC)
+			return IWARP_MR_BASIC;
 		iwarp_reject("API < 1.5: mr_mode %#x, only FI_MR_BASIC\n",
 			     user);
 		return -1;
 	}
-	if (user == FI_MR_BASIC)
-		return FI_MR_BASIC;
-	if (user & (FI_MR_BASIC | FI_MR_SCALABLE)) {
+	/* fi_mr(3) 2.x still takes FI_MR_BASIC "for backwards compatibility" */
+	if (user == IWARP_MR_BASIC)
+		return IWARP_MR_BASIC;
+	if (user & (IWARP_MR_BASIC | IWARP_MR_SCALABLE)) {
 		iwarp_reject("mr_mode %#x: FI_MR_SCALABLE is not supported and "
 			     "FI_MR_BASIC does not combine\n", user);
 		return -1;
@@ -767,6 +820,19 @@ static int iwarp_narrow(struct fi_info *fi, uint32_t version,
 	return iwarp_narrow_keys(fi, hints);
 }
 
+/*
+ * fi_endpoint(3) 2.x: comp_order is kept for 1.x and should be 0. The
+ * hints were checked against what we do, so an order still asked for
+ * is echoed.
+ */
+static void iwarp_comp_order_v2(struct fi_info *fi, const struct fi_info *hints)
+{
+	fi->tx_attr->comp_order = hints && hints->tx_attr ?
+				  hints->tx_attr->comp_order : 0;
+	fi->rx_attr->comp_order = hints && hints->rx_attr ?
+				  hints->rx_attr->comp_order : 0;
+}
+
 int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
 		    enum fi_ep_type type, struct fi_info **tmpl)
 {
@@ -783,6 +849,8 @@ int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
 		fi_freeinfo(fi);
 		return ret;
 	}
+	if (iwarp_api_v2(version))
+		iwarp_comp_order_v2(fi, hints);
 	*tmpl = fi;
 	return 0;
 }

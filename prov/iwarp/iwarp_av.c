@@ -546,8 +546,10 @@ int iwarp_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 		free(av);
 		return ret;
 	}
+	/* fi_av(3) 2.x deprecates FI_AV_MAP; both index a table here */
 	if (attr->type == FI_AV_UNSPEC)
-		attr->type = FI_AV_MAP;
+		attr->type = iwarp_api_v2(dom->fabric->fabric_fid.api_version) ?
+			     FI_AV_TABLE : FI_AV_MAP;
 	av->type = attr->type;
 	av->dom = dom;
 	av->fab = dom->fabric;

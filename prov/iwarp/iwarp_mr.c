@@ -65,7 +65,7 @@ int iwarp_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return -FI_ENOMEM;
-	base = dom->mr_mode & (FI_MR_VIRT_ADDR | FI_MR_BASIC) ?
+	base = dom->mr_mode & (FI_MR_VIRT_ADDR | IWARP_MR_BASIC) ?
 		       (uint64_t)(uintptr_t)iov->iov_base : 0;
 	iwarp_lock(dom->fabric);
 	ret = iw_mr_reg(dom->pd, iov->iov_base, iov->iov_len, base,

@@ -154,7 +154,8 @@ int main(void)
 	hints->addr_format = FI_SOCKADDR_IN;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY;
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+	ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION),
+			 NULL, NULL, 0, hints, &info);
 	fi_freeinfo(hints);
 	if (ret)
 		return fail("fi_getinfo", ret);

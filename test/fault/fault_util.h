@@ -21,7 +21,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#define FAULT_API FI_VERSION(1, 17)
+/* the API of the headers built against */
+#define FAULT_API FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 
 uint64_t fault_now_ms(void);
 /* CLOCK_MONOTONIC in ns into *wall (if not NULL); returns the same less

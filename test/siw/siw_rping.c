@@ -132,8 +132,8 @@ static int open_side(struct side *s, const char *node, const char *port,
 	hints->caps = FI_MSG | FI_RMA;
 	hints->domain_attr->mr_mode = FI_MR_ALLOCATED | FI_MR_PROV_KEY |
 				      FI_MR_VIRT_ADDR;
-	ret = fi_getinfo(FI_VERSION(1, 17), node, port,
-			 passive ? FI_SOURCE : 0, hints, &s->info);
+	ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION),
+			 node, port, passive ? FI_SOURCE : 0, hints, &s->info);
 	fi_freeinfo(hints);
 	if (ret) {
 		say("fi_getinfo: %s", fi_strerror(-ret));
