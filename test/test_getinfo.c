@@ -768,6 +768,14 @@ static const char *want_local_comm(const struct fi_info *fi)
 	return NULL;
 }
 
+/* Named AVs are shared by RDM endpoints (test_domfeat: not MSG). */
+static const char *want_shared_av(const struct fi_info *fi)
+{
+	EXPECT(fi->ep_attr->type == FI_EP_RDM);
+	EXPECT(fi->domain_attr->caps == FI_SHARED_AV);
+	return NULL;
+}
+
 static const char *want_ipv4_only(const struct fi_info *fi)
 {
 	EXPECT(count_info(fi) == n_lo4);
@@ -1080,8 +1088,9 @@ static const struct gi_case cases[] = {
 	  .expect = -FI_ENODATA },
 	{ "domain caps FI_LOCAL_COMM echoed",
 	  .h = { .domain_caps = FI_LOCAL_COMM }, .check = want_local_comm },
-	{ "domain caps FI_SHARED_AV -> ENODATA",
-	  .h = { .domain_caps = FI_SHARED_AV }, .expect = -FI_ENODATA },
+	{ "domain caps FI_SHARED_AV on RDM echoed",
+	  .h = { .ep_type = FI_EP_RDM, .domain_caps = FI_SHARED_AV },
+	  .check = want_shared_av },
 	{ "cq_data_size 4 -> ENODATA (no CQ data on MSG)",
 	  .h = { .ep_type = FI_EP_MSG, .cq_data_size = 4 }, .expect = -FI_ENODATA },
 	{ "cq_cnt 1000 -> ENODATA", .h = { .cq_cnt = 1000 },

@@ -383,7 +383,7 @@ static void test_cq_open(void)
 		FI_WAIT_NONE, FI_WAIT_UNSPEC, FI_WAIT_FD,
 	};
 	static const enum fi_wait_obj no[] = {
-		FI_WAIT_SET, FI_WAIT_MUTEX_COND, FI_WAIT_YIELD,
+		FI_WAIT_MUTEX_COND, FI_WAIT_YIELD,
 	};
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
@@ -419,6 +419,13 @@ static void test_cq_open(void)
 		if (!ret)
 			fi_close(&cq->fid);
 	}
+	/* FI_WAIT_SET names its set in wait_set: none is no wait object */
+	ret = cq_open(FI_CQ_FORMAT_CONTEXT, FI_WAIT_SET, &cq);
+	tap_ok(ret == -FI_EINVAL,
+	       "CQ wait object FI_WAIT_SET without a set -> -FI_EINVAL (%d)",
+	       ret);
+	if (!ret)
+		fi_close(&cq->fid);
 	ret = cq_open((enum fi_cq_format)99, FI_WAIT_NONE, &cq);
 	tap_ok(ret == -FI_EINVAL, "CQ format 99 -> -FI_EINVAL (%d)", ret);
 	if (!ret)

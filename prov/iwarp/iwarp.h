@@ -199,6 +199,10 @@ struct iwarp_fabric {
 	bool async_stop;
 	int async_users;
 	pthread_t async;
+	/* triggered operations waiting for their counters (iwarp_trigger.c) */
+	struct iwarp_list trig_ops;	/* sorted by threshold, then age */
+	atomic_int trig_count;		/* read without the lock */
+	uint64_t trig_seq;
 };
 
 static inline void iwarp_lock(struct iwarp_fabric *fab)
@@ -258,10 +262,23 @@ struct iwarp_wait {
 	struct { int fd; short events; } *regs;
 	int nregs, regcap;
 	bool pending;			/* efd holds an unread signal */
+	struct iwarp_wait *set;		/* FI_WAIT_SET: the set's, used instead */
 };
 
 /* FI_WAIT_UNSPEC becomes FI_WAIT_FD. -FI_ENOSYS for other wait objects. */
 int iwarp_wait_init(struct iwarp_wait *w, enum fi_wait_obj type);
+/*
+ * FI_WAIT_SET member (iwarp_poll.c): signals, bindings and syncs go to
+ * the set's wait object; the set learns the member's fid so fi_wait can
+ * tell when it has something. 0 or -FI_EINVAL (not one of our sets, of
+ * another fabric). Lock not held. leave undoes it (lock not held).
+ */
+int iwarp_wait_join(struct iwarp_wait *w, struct iwarp_fabric *fab,
+		    struct fid_wait *set, struct fid *member);
+void iwarp_wait_leave(struct iwarp_wait *w, struct fid *member);
+/* fi_wait_open (iwarp_poll.c): FI_WAIT_UNSPEC or FI_WAIT_FD sets. */
+int iwarp_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+		    struct fid_wait **waitset);
 void iwarp_wait_fini(struct iwarp_wait *w);
 int iwarp_wait_bind(struct iwarp_wait *w, struct iwarp_pollable *p);
 void iwarp_wait_unbind(struct iwarp_wait *w, struct iwarp_pollable *p);
@@ -401,6 +418,7 @@ struct iwarp_cntr {
 };
 
 void iwarp_cntr_inc(struct iwarp_cntr *c);	/* lock held */
+bool iwarp_cntr_is_ours(const struct fid *fid);
 void iwarp_cntr_inc_err(struct iwarp_cntr *c);	/* lock held */
 int iwarp_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		    struct fid_cntr **cntr, void *context);
@@ -432,6 +450,25 @@ struct iwarp_domain {
 
 int iwarp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		      struct fid_domain **domain, void *context);
+/* fi_poll_open (iwarp_poll.c): poll sets of CQs and counters. */
+int iwarp_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+		    struct fid_poll **pollset);
+
+/*
+ * ---- triggered operations (iwarp_trigger.c), for any endpoint type:
+ * iwarp_trig_wrap puts wrappers into a new endpoint's ops that queue
+ * FI_TRIGGER calls on their counter; iwarp_trig_run (lock not held)
+ * issues those whose counter reached the threshold through the
+ * endpoint's own ops. Entry points that drive progress call it.
+ */
+int iwarp_trig_wrap(struct fid_ep *ep, struct iwarp_fabric *fab);
+void iwarp_trig_run(struct iwarp_fabric *fab);
+/* Lock held: the counter is going away; drops what waits on it. */
+void iwarp_trig_cntr_gone(struct iwarp_cntr *c);
+static inline bool iwarp_trig_due(struct iwarp_fabric *fab)
+{
+	return atomic_load_explicit(&fab->trig_count, memory_order_relaxed);
+}
 
 static inline struct iwarp_fabric *iwarp_fabric_of(struct fid *fid)
 {

@@ -44,12 +44,13 @@
 			 FI_REMOTE_WRITE)
 
 /* RDM: tagged and untagged messages, matched by source if asked, RMA
- * and atomics */
+ * and atomics, named AVs shared between processes, triggered ops */
 #define IWARP_RDM_CAPS	(FI_MSG | FI_TAGGED | IWARP_MSG_DIR | \
 			 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV | \
-			 IWARP_RMA_CAPS | FI_ATOMIC | IWARP_COMM_CAPS)
+			 IWARP_RMA_CAPS | FI_ATOMIC | IWARP_COMM_CAPS | \
+			 FI_SHARED_AV | FI_TRIGGER)
 #define IWARP_RDM_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | \
-			   FI_ATOMIC | FI_READ | FI_WRITE)
+			   FI_ATOMIC | FI_READ | FI_WRITE | FI_TRIGGER)
 #define IWARP_RDM_RX_CAPS (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | \
 			   FI_SOURCE | FI_MULTI_RECV | FI_RMA | FI_ATOMIC | \
 			   FI_REMOTE_READ | FI_REMOTE_WRITE)
@@ -310,6 +311,7 @@ static void iwarp_defaults_dgram(struct fi_info *fi)
 	fi->tx_attr->rma_iov_limit = 0;
 	fi->domain_attr->cq_data_size = IWARP_DGRAM_CQ_DATA;
 	fi->domain_attr->av_type = FI_AV_MAP;
+	fi->domain_attr->caps |= FI_SHARED_AV;
 }
 
 /* What each endpoint type may offer: info, tx and rx caps. */

@@ -42,6 +42,19 @@ struct iwarp_av {
 	 * drop its connection state for that address; may be NULL */
 	void (*on_remove)(void *arg, fi_addr_t addr);
 	void *on_remove_arg;
+	/*
+	 * Named AVs (fi_av_attr.name): the creator mirrors every entry into
+	 * a POSIX shared memory segment; an FI_READ opener keeps a copy of
+	 * the segment, read with pread() and validated, refreshed when a
+	 * lookup misses. The fi_addr_t (the index) is the same in both.
+	 */
+	int shm_fd;			/* -1: not named */
+	bool shm_owner;			/* created it: writes, unlinks it */
+	bool read_only;			/* FI_READ: inserts are refused */
+	char *shm_name;
+	uint64_t shm_gen;		/* segment generation we copied */
+	size_t max_cap;			/* fixed size when named; 0: grows */
+	fi_addr_t *map;			/* map_addr: map[i] = i if in use */
 };
 
 int iwarp_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
@@ -54,6 +67,11 @@ const union iwarp_sockaddr *iwarp_av_addr(struct iwarp_av *av, fi_addr_t a);
  * duplicates the lowest live fi_addr wins.
  */
 fi_addr_t iwarp_av_reverse(struct iwarp_av *av, const struct sockaddr *sa);
+
+/* Shared segments (iwarp_av.c). The name a named AV gets in /dev/shm:
+ * "/iwarp-av.<network namespace inode>.<name>"; -FI_EINVAL for names
+ * outside [A-Za-z0-9._-]{1,200}. */
+int iwarp_av_shm_path(const char *name, char *out, size_t len);
 
 static inline struct iwarp_av *iwarp_av_of(struct fid *fid)
 {

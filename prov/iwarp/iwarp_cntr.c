@@ -25,6 +25,7 @@ static uint64_t iwarp_cntr_read(struct fid_cntr *cntr_fid)
 	struct iwarp_cntr *c = iwarp_cntr_of(&cntr_fid->fid);
 	uint64_t v;
 
+	iwarp_trig_run(c->fab);
 	iwarp_lock(c->fab);
 	iwarp_progress(c->fab);
 	v = c->value;
@@ -37,6 +38,7 @@ static uint64_t iwarp_cntr_readerr(struct fid_cntr *cntr_fid)
 	struct iwarp_cntr *c = iwarp_cntr_of(&cntr_fid->fid);
 	uint64_t v;
 
+	iwarp_trig_run(c->fab);
 	iwarp_lock(c->fab);
 	iwarp_progress(c->fab);
 	v = c->err;
@@ -55,6 +57,8 @@ static int iwarp_cntr_update(struct fid_cntr *cntr_fid, bool err, bool add,
 	*v = add ? *v + value : value;
 	iwarp_wait_signal(&c->wait);
 	iwarp_unlock(c->fab);
+	/* a triggered operation may be waiting for this very value */
+	iwarp_trig_run(c->fab);
 	return 0;
 }
 
@@ -129,7 +133,11 @@ static int iwarp_cntr_close(struct fid *fid)
 			"counter still has endpoints\n");
 		return -FI_EBUSY;
 	}
+	iwarp_lock(c->fab);
+	iwarp_trig_cntr_gone(c);
+	iwarp_unlock(c->fab);
 	atomic_fetch_sub(&c->dom->ref, 1);
+	iwarp_wait_leave(&c->wait, &c->cntr_fid.fid);
 	iwarp_wait_fini(&c->wait);
 	free(c);
 	return 0;
@@ -162,6 +170,12 @@ static const struct fi_cntr_attr iwarp_cntr_def_attr = {
 	.wait_obj = FI_WAIT_UNSPEC,
 };
 
+bool iwarp_cntr_is_ours(const struct fid *fid)
+{
+	return fid && fid->fclass == FI_CLASS_CNTR &&
+	       fid->ops == &iwarp_cntr_fi_ops;
+}
+
 int iwarp_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		    struct fid_cntr **cntr_fid, void *context)
 {
@@ -177,7 +191,11 @@ int iwarp_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -FI_ENOMEM;
-	ret = iwarp_wait_init(&c->wait, a->wait_obj);
+	if (a->wait_obj == FI_WAIT_SET)
+		ret = iwarp_wait_join(&c->wait, dom->fabric, a->wait_set,
+				      &c->cntr_fid.fid);
+	else
+		ret = iwarp_wait_init(&c->wait, a->wait_obj);
 	if (ret) {
 		free(c);
 		return ret;

@@ -32,13 +32,6 @@ static int iwarp_no_endpoint(struct fid_domain *domain, struct fi_info *info,
 	return -FI_ENOSYS;
 }
 
-static int iwarp_no_poll_open(struct fid_domain *domain,
-			      struct fi_poll_attr *attr,
-			      struct fid_poll **pollset)
-{
-	return -FI_ENOSYS;
-}
-
 static int iwarp_no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
 			    struct fid_stx **stx, void *context)
 {
@@ -66,16 +59,36 @@ static int iwarp_no_endpoint2(struct fid_domain *domain, struct fi_info *info,
 	return -FI_ENOSYS;
 }
 
-/* FI_EP_MSG rides one engine QP; FI_EP_RDM manages a QP per peer;
- * FI_EP_DGRAM is a UDP socket. */
+static bool iwarp_wants_trigger(const struct fi_info *info)
+{
+	return info && ((info->caps & FI_TRIGGER) ||
+			(info->tx_attr && (info->tx_attr->caps & FI_TRIGGER)));
+}
+
+/*
+ * FI_EP_MSG rides one engine QP; FI_EP_RDM manages a QP per peer;
+ * FI_EP_DGRAM is a UDP socket. An RDM endpoint asked with FI_TRIGGER
+ * gets the triggered-op wrappers.
+ */
 static int iwarp_endpoint_open(struct fid_domain *domain, struct fi_info *info,
 			       struct fid_ep **ep, void *context)
 {
-	if (info && info->ep_attr && info->ep_attr->type == FI_EP_RDM)
-		return iwarp_rdm_open(domain, info, ep, context);
-	if (info && info->ep_attr && info->ep_attr->type == FI_EP_DGRAM)
+	struct iwarp_domain *dom = iwarp_domain_of(&domain->fid);
+	enum fi_ep_type type = info && info->ep_attr ? info->ep_attr->type :
+						       FI_EP_MSG;
+	int ret;
+
+	if (type == FI_EP_DGRAM)
 		return iwarp_dgram_open(domain, info, ep, context);
-	return iwarp_msg_open(domain, info, ep, context);
+	if (type != FI_EP_RDM)
+		return iwarp_msg_open(domain, info, ep, context);
+	ret = iwarp_rdm_open(domain, info, ep, context);
+	if (ret || !iwarp_wants_trigger(info))
+		return ret;
+	ret = iwarp_trig_wrap(*ep, dom->fabric);
+	if (ret)
+		fi_close(&(*ep)->fid);
+	return ret;
 }
 
 static struct fi_ops iwarp_domain_fi_ops = {
@@ -95,7 +108,7 @@ static struct fi_ops_domain iwarp_domain_ops = {
 	.endpoint = iwarp_endpoint_open,
 	.scalable_ep = iwarp_no_endpoint,
 	.cntr_open = iwarp_cntr_open,
-	.poll_open = iwarp_no_poll_open,
+	.poll_open = iwarp_poll_open,
 	.stx_ctx = iwarp_no_stx_ctx,
 	.srx_ctx = iwarp_no_srx_ctx,
 	.query_atomic = iwarp_query_atomic,

@@ -28,13 +28,6 @@ static int iwarp_fabric_close(struct fid *fid)
 	return 0;
 }
 
-static int iwarp_no_wait_open(struct fid_fabric *fabric,
-			      struct fi_wait_attr *attr,
-			      struct fid_wait **waitset)
-{
-	return -FI_ENOSYS;
-}
-
 /* fi_domain2() calls this only with flags (FI_PEER): not supported. */
 static int iwarp_no_domain2(struct fid_fabric *fabric, struct fi_info *info,
 			    struct fid_domain **domain, uint64_t flags,
@@ -58,7 +51,7 @@ static struct fi_ops_fabric iwarp_fabric_ops = {
 	.domain = iwarp_domain_open,
 	.passive_ep = iwarp_passive_ep,
 	.eq_open = iwarp_eq_open,
-	.wait_open = iwarp_no_wait_open,
+	.wait_open = iwarp_wait_open,
 	.trywait = iwarp_trywait,
 	.domain2 = iwarp_no_domain2,
 };

@@ -226,6 +226,11 @@ static void *iwarp_async_main(void *arg)
 			fab->in_async = true;
 			iwarp_progress(fab);
 			fab->in_async = false;
+			if (iwarp_trig_due(fab)) {
+				iwarp_unlock(fab);
+				iwarp_trig_run(fab);
+				iwarp_lock(fab);
+			}
 			for (e = fab->pollables.next;
 			     e != &fab->pollables && n < IWARP_ASYNC_FDS;
 			     e = e->next) {
@@ -349,6 +354,8 @@ int iwarp_wait_bind(struct iwarp_wait *w, struct iwarp_pollable *p)
 {
 	struct iwarp_pollable **nb;
 
+	if (w->set)
+		w = w->set;
 	if (w->type == FI_WAIT_NONE)
 		return 0;
 	if (w->nbound == w->cap) {
@@ -368,6 +375,8 @@ void iwarp_wait_unbind(struct iwarp_wait *w, struct iwarp_pollable *p)
 {
 	int i;
 
+	if (w->set)
+		w = w->set;
 	for (i = 0; i < w->nbound; i++) {
 		if (w->bound[i] != p)
 			continue;
@@ -382,6 +391,8 @@ void iwarp_wait_signal(struct iwarp_wait *w)
 {
 	uint64_t one = 1;
 
+	if (w->set)
+		w = w->set;
 	if (w->efd < 0 || w->pending)
 		return;
 	if (write(w->efd, &one, sizeof(one)) == sizeof(one))
@@ -393,6 +404,8 @@ void iwarp_wait_drain(struct iwarp_wait *w)
 {
 	uint64_t v;
 
+	if (w->set)
+		w = w->set;
 	if (w->efd < 0 || !w->pending)
 		return;
 	if (read(w->efd, &v, sizeof(v)) == sizeof(v) || errno == EAGAIN)
@@ -455,6 +468,8 @@ int iwarp_wait_sync(struct iwarp_wait *w)
 	struct pollfd *want;
 	int i, n, kept = 0;
 
+	if (w->set)
+		w = w->set;
 	if (w->type != FI_WAIT_FD)
 		return 0;
 	want = calloc(w->nbound ? w->nbound : 1, sizeof(*want));
@@ -500,6 +515,8 @@ int iwarp_wait_control(struct iwarp_fabric *fab, struct iwarp_wait *w,
 		return -FI_EINVAL;
 	switch (command) {
 	case FI_GETWAIT:
+		if (w->set)
+			w = w->set;
 		if (w->type != FI_WAIT_FD)
 			return -FI_ENODATA;
 		iwarp_lock(fab);
@@ -626,10 +643,18 @@ int iwarp_wait_block(struct iwarp_fabric *fab, struct iwarp_wait *w,
 	int ret;
 
 	ps.fds = ps.stack;
+	if (w && w->set)
+		w = w->set;
 	if (timeout_ms >= 0)
 		end = iw_now_ms() + (uint64_t)timeout_ms;
 	for (;;) {
 		iwarp_progress(fab);
+		if (iwarp_trig_due(fab)) {
+			/* issuing takes the lock: our caller's ops may be due */
+			iwarp_unlock(fab);
+			iwarp_trig_run(fab);
+			iwarp_lock(fab);
+		}
 		if (ready(arg)) {
 			ret = 0;
 			break;
