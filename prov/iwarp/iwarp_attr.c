@@ -287,6 +287,7 @@ static void iwarp_defaults_rdm(struct fi_info *fi, uint32_t version)
 	/* fi_av(3) 2.x deprecates FI_AV_MAP; ours behaves as a table */
 	fi->domain_attr->av_type = iwarp_api_v2(version) ? FI_AV_TABLE :
 							  FI_AV_MAP;
+	fi->domain_attr->caps |= FI_SHARED_AV;
 }
 
 /* DGRAM: one datagram per message, sent at once (so any size is
@@ -311,7 +312,6 @@ static void iwarp_defaults_dgram(struct fi_info *fi)
 	fi->tx_attr->rma_iov_limit = 0;
 	fi->domain_attr->cq_data_size = IWARP_DGRAM_CQ_DATA;
 	fi->domain_attr->av_type = FI_AV_MAP;
-	fi->domain_attr->caps |= FI_SHARED_AV;
 }
 
 /* What each endpoint type may offer: info, tx and rx caps. */
