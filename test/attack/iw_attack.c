@@ -9,7 +9,12 @@
  *	and Send RTR offered, CRC) whose 32 octets of RDM private data claim
  *	the listening address CLAIM with a made-up instance; when the Reply
  *	accepts, the RTR it allows (zero-length Write, else Read, else Send)
- *	follows in an FPDU. Reports what came back.
+ *	follows in an FPDU. Reports what came back. With -k KEY the Request
+ *	carries a job-key auth block (prov/iwarp/iwarp_auth.h) with a fresh
+ *	nonce before the RDM data, and an accepted Reply's auth block gives
+ *	the target's nonce: the RTR is followed by our proof (HMAC-SHA256
+ *	under KEY), the target's proof is checked with KEY, and the octets
+ *	it sends besides its proof and a Terminate are counted.
  *   iw_attack [options] garbage HOST:PORT[,HOST:PORT...] N
  *	N connections (dealt round robin over the targets) sending seeded
  *	random octets: pure noise, the MPA key then noise, a valid header
@@ -22,15 +27,21 @@
  *	(IWPX_PROXY=LISTEN_IP:PORT): each client first sends "IWPX" + port +
  *	IPv4 address of its real destination; the proxy connects there and
  *	forwards both ways for at most SECONDS (or until SIGTERM), and
- *	appends every MPA Request it forwards to FILE, one line each:
- *	  REQ to=IP:PORT claim=IP:PORT instance=0x... len=N hex=...
+ *	appends every MPA Request it forwards to FILE, one line each, and
+ *	then the first two FPDUs the client sent after it (its RTR and, on
+ *	a keyed connection, its proof):
+ *	  REQ to=IP:PORT claim=IP:PORT instance=0x... len=N pair=K hex=...
+ *	  POST pair=K len=N hex=...
  *   iw_attack [options] replay HOST:PORT FILE
  *	Sends the request of FILE's first REQ line, as recorded, to HOST:PORT
- *	and reports the answer like spoof (an accepted Reply gets its RTR).
+ *	and reports the answer like spoof; an accepted Reply gets the POST
+ *	of the same pair verbatim when FILE has one, else our RTR. -i
+ *	INSTANCE changes the recorded instance first (a restart claim).
  *
  * Options: -b IP bind the source address (spoof, garbage, halfopen,
  * replay); -i INSTANCE the claimed instance (spoof; default a made-up
- * one); -s SEED (garbage; default 1); -w SECONDS to wait for answers
+ * one; replay: see there); -k KEY the job key (spoof; a test's key, it
+ * shows in ps); -s SEED (garbage; default 1); -w SECONDS to wait for answers
  * (default 10: a loaded machine may keep a busy rank from answering for
  * a few seconds); -a SECONDS to watch an accepted connection after the
  * RTR (default 2); -T SECONDS bound on the whole run (default 120).
@@ -41,7 +52,12 @@
  * RESET, SILENT (nothing within -w), TERMINATE (a Terminate instead of a
  * Reply); REFUSED or NOT-REFUSED (garbage: every connection was closed,
  * reset or rejected, or not); NONE-ACCEPTED or ACCEPTED (halfopen);
- * RECORDED (record). The exit status is 0 once the attack was carried
+ * RECORDED (record). After an accepted keyed Reply (spoof -k, replay of
+ * a POST) the details end "[keyed: theirs=T end=E extra=N]": T the
+ * target's proof, OK or BAD under -k, UNCHECKED without, NONE if none
+ * came; E how the connection ended within -a seconds: OPEN (it did not),
+ * CLOSED, RESET or TERMINATE; N the octets that came besides the
+ * target's proof and a Terminate: data of the job. The exit status is 0 once the attack was carried
  * out, whatever the answer; 1 when it could not be (no connection, bad
  * file), 2 on a usage error.
  */
@@ -65,6 +81,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
 /* ---- wire constants (RFC 5044, RFC 6581, RFC 5040/5041; iwarp_rdm.h) */
 #define KEY_REQ "MPA ID Req Frame"
 #define KEY_REP "MPA ID Rep Frame"
@@ -83,6 +104,15 @@
 #define RDM_MAGIC "IWRD"
 #define RDM_VERSION 1
 #define RDM_COLLISION 0x80
+#define RDM_KEYREF 0x20	/* Reject: refused for the job key */
+#define AUTH_PD_MAGIC "IWAK"
+#define AUTH_MSG_MAGIC "IWAM"
+#define AUTH_LABEL "iwarp auth 1"
+#define AUTH_VERSION 1
+#define AUTH_PD_LEN 24
+#define AUTH_NONCE_LEN 16
+#define AUTH_MSG_LEN 40
+#define AUTH_MAC_LEN 32
 #define OP_WRITE 0
 #define OP_READ_REQ 1
 #define OP_SEND 3
@@ -163,7 +193,7 @@ static uint64_t rnd(void)
 static void die_usage(const char *why)
 {
 	fprintf(stderr, "iw_attack: %s\nusage: iw_attack [-b IP] [-i INSTANCE]"
-		" [-s SEED] [-w SECONDS] [-a SECONDS] [-T SECONDS] MODE "
+		" [-k KEY] [-s SEED] [-w SECONDS] [-a SECONDS] [-T SECONDS] MODE "
 		"ARGS\n"
 		"  spoof HOST:PORT CLAIM_IP:CLAIM_PORT\n"
 		"  garbage HOST:PORT[,HOST:PORT...] N\n"
@@ -426,30 +456,93 @@ static void after_rtr(int fd, char *what, size_t cap)
 	}
 }
 
-/*
- * Sends req (a whole MPA Request) on fd and reads the answer; on an
- * accepted Reply sends the RTR it allows. Writes "WORD (details)".
- */
-static void exchange(int fd, const uint8_t *req, size_t req_len,
-		     char *answer, size_t cap)
-{
-	uint8_t rep[HDR_LEN + MAX_PD], out[128];
-	size_t got, pd_len, olen;
-	double deadline = now_s() + wait_s, t_sent;
-	char detail[200] = "", rtr_kind = 0, after[160];
-	bool crc, rejected;
-	int ret;
+/* ---- job keys (prov/iwarp/iwarp_auth.h): the auth block and proof */
 
-	if (send_all(fd, req, req_len)) {
-		snprintf(answer, cap, "RESET (the Request could not be sent: "
-			 "%s)", strerror(errno));
-		return;
+static const char *auth_key;	/* -k: the key our proof is made with */
+static uint8_t nonce_i[AUTH_NONCE_LEN], nonce_r[AUTH_NONCE_LEN];
+
+/* Our auth block with a fresh nonce_I, in front of the RDM data. */
+static void auth_pd(uint8_t *p)
+{
+	memset(p, 0, AUTH_PD_LEN);
+	memcpy(p, AUTH_PD_MAGIC, 4);
+	p[4] = AUTH_VERSION;
+	if (RAND_bytes(nonce_i, AUTH_NONCE_LEN) != 1) {
+		fprintf(stderr, "iw_attack: no random octets for a nonce\n");
+		exit(1);
 	}
-	t_sent = now_s();
-	ret = read_full(fd, rep, HDR_LEN, deadline, &got);
+	memcpy(p + 8, nonce_i, AUTH_NONCE_LEN);
+}
+
+/* HMAC-SHA256(key, "iwarp auth 1" | role | nonce_I | nonce_R) */
+static void auth_mac(uint8_t *mac, uint8_t role)
+{
+	uint8_t in[sizeof(AUTH_LABEL) + 2 * AUTH_NONCE_LEN];
+	size_t n = sizeof(AUTH_LABEL) - 1;
+	unsigned int len = AUTH_MAC_LEN;
+
+	memcpy(in, AUTH_LABEL, n);
+	in[n++] = role;
+	memcpy(in + n, nonce_i, AUTH_NONCE_LEN);
+	memcpy(in + n + AUTH_NONCE_LEN, nonce_r, AUTH_NONCE_LEN);
+	n += 2 * AUTH_NONCE_LEN;
+	if (!HMAC(EVP_sha256(), auth_key, (int)strlen(auth_key), in, n, mac,
+		  &len) || len != AUTH_MAC_LEN) {
+		fprintf(stderr, "iw_attack: HMAC failed\n");
+		exit(1);
+	}
+}
+
+/* Our proof, the initiator's first message: a Send of QN 0, MSN 1 (a
+ * zero-length Write or Send RTR takes no MSN). */
+static size_t proof_fpdu(uint8_t *out, bool crc)
+{
+	uint8_t u[18 + AUTH_MSG_LEN];
+
+	memset(u, 0, sizeof(u));
+	u[0] = 0x40 | 0x01;
+	u[1] = 0x40 | OP_SEND;
+	put32(u + 10, 1);
+	memcpy(u + 18, AUTH_MSG_MAGIC, 4);
+	u[18 + 4] = AUTH_VERSION;
+	u[18 + 5] = 'I';
+	auth_mac(u + 18 + 8, 'I');
+	return fpdu(out, u, sizeof(u), crc);
+}
+
+/* The target's proof (40 octets): OK, BAD, or UNCHECKED without -k */
+static const char *proof_check(const uint8_t *m)
+{
+	uint8_t mac[AUTH_MAC_LEN];
+
+	if (!auth_key)
+		return "UNCHECKED";
+	if (m[4] != AUTH_VERSION || m[5] != 'R')
+		return "BAD";
+	auth_mac(mac, 'R');
+	return CRYPTO_memcmp(mac, m + 8, AUTH_MAC_LEN) ? "BAD" : "OK";
+}
+
+/* ---- what an MPA Reply says */
+
+struct reply {
+	uint8_t b[HDR_LEN + MAX_PD];
+	size_t pd_len;
+	bool rejected, crc, auth;	/* auth: it carries an auth block */
+	char rtr;			/* the RTR it allows: W, R, S or 0 */
+	char detail[240];
+};
+
+/* Reads a whole Reply; 0, else the answer is written. */
+static int reply_read(int fd, struct reply *r, char *answer, size_t cap)
+{
+	double deadline = now_s() + wait_s, t_sent = now_s();
+	size_t got;
+	int ret = read_full(fd, r->b, HDR_LEN, deadline, &got);
+
 	answer_s = now_s() - t_sent;
 	if (ret != 1) {
-		if (got >= 4 && (rep[3] & 0x0f) == OP_TERMINATE)
+		if (got >= 4 && (r->b[3] & 0x0f) == OP_TERMINATE)
 			snprintf(answer, cap, "TERMINATE (%zu octets, no Reply)",
 				 got);
 		else if (ret == 0)
@@ -461,67 +554,213 @@ static void exchange(int fd, const uint8_t *req, size_t req_len,
 		else
 			snprintf(answer, cap, "SILENT (%zu octets in %.0f s, "
 				 "no Reply)", got, wait_s);
-		return;
+		return -1;
 	}
-	if (memcmp(rep, KEY_REP, KEY_LEN)) {
+	if (memcmp(r->b, KEY_REP, KEY_LEN)) {
 		snprintf(answer, cap, "%s (20 octets that are no MPA Reply)",
-			 (rep[3] & 0x0f) == OP_TERMINATE ? "TERMINATE" :
-							   "CLOSED");
-		return;
+			 (r->b[3] & 0x0f) == OP_TERMINATE ? "TERMINATE" :
+							    "CLOSED");
+		return -1;
 	}
-	pd_len = get16(rep + 18);
-	if (pd_len > MAX_PD ||
-	    read_full(fd, rep + HDR_LEN, pd_len, deadline, &got) != 1) {
+	r->pd_len = get16(r->b + 18);
+	if (r->pd_len > MAX_PD ||
+	    read_full(fd, r->b + HDR_LEN, r->pd_len, deadline, &got) != 1) {
 		snprintf(answer, cap, "CLOSED (a Reply header announcing %zu "
-			 "octets of private data, %zu came)", pd_len, got);
+			 "octets of private data, %zu came)", r->pd_len, got);
+		return -1;
+	}
+	return 0;
+}
+
+/* The RDM data's version octet, its flags named */
+static int rdm_flags(char *s, size_t cap, uint8_t v)
+{
+	return snprintf(s, cap, ", RDM data version 0x%02x%s%s", v,
+			v & RDM_COLLISION ? " (collision)" : "",
+			v & RDM_KEYREF ? " (refused for the job key: flag "
+					 "0x20)" : "");
+}
+
+/* Fills r->detail, r->rtr, r->auth and nonce_r from the Reply. */
+static void reply_parse(struct reply *r)
+{
+	const uint8_t *pd = r->b + HDR_LEN;
+	size_t n = r->pd_len, cap = sizeof(r->detail);
+	int l;
+
+	r->rejected = r->b[16] & FLAG_R;
+	r->crc = r->b[16] & FLAG_C;
+	r->rtr = 0;
+	l = snprintf(r->detail, cap, "MPA Reply rev %u, R %d, C %d, %zu "
+		     "octets of private data", r->b[17], r->rejected, r->crc,
+		     r->pd_len);
+	if ((r->b[16] & FLAG_S) && n >= 4) {
+		uint16_t ird = get16(pd), ord = get16(pd + 2);
+
+		r->rtr = ord & ENH_C ? 'W' : ord & ENH_D ? 'R' :
+			 ird & ENH_B ? 'S' : 0;
+		pd += 4;
+		n -= 4;
+	}
+	r->auth = n >= AUTH_PD_LEN && !memcmp(pd, AUTH_PD_MAGIC, 4);
+	if (r->auth) {
+		memcpy(nonce_r, pd + 8, AUTH_NONCE_LEN);
+		l += snprintf(r->detail + l, cap - (size_t)l, ", an auth "
+			      "block (the target's nonce)");
+		pd += AUTH_PD_LEN;
+		n -= AUTH_PD_LEN;
+	}
+	if (n >= RDM_PD_LEN && !memcmp(pd, RDM_MAGIC, 4))
+		rdm_flags(r->detail + l, cap - (size_t)l, pd[4]);
+	else if (n)
+		snprintf(r->detail + l, cap - (size_t)l, ", not RDM data");
+}
+
+/* ---- after an accepted keyed Reply: the proofs, then what comes */
+
+struct watch {
+	const char *theirs;	/* their proof: OK, BAD, UNCHECKED, NONE */
+	const char *end;	/* OPEN, CLOSED, RESET, TERMINATE */
+	char term[64];
+	size_t extra;		/* octets other than their proof, Terminate */
+};
+
+static size_t fpdu_total(size_t ulen)
+{
+	return 2 + ulen + (4 - (2 + ulen) % 4) % 4 + 4;
+}
+
+/* One whole FPDU p from the target, sorted into w. */
+static void watch_fpdu(struct watch *w, const uint8_t *p, size_t total)
+{
+	size_t ulen = get16(p);
+	uint8_t op = p[3] & 0x0f;
+	bool untagged = !(p[2] & 0x80);
+
+	if (untagged && op == OP_TERMINATE && ulen >= 20) {
+		w->end = "TERMINATE";
+		snprintf(w->term, sizeof(w->term), " (layer %u, type %u, "
+			 "code 0x%02x)", p[20] >> 4, p[20] & 0x0f, p[21]);
 		return;
 	}
-	rejected = rep[16] & FLAG_R;
-	crc = rep[16] & FLAG_C;
-	{
-		const uint8_t *pd = rep + HDR_LEN;
-		size_t n = pd_len;
-		int l = 0;
+	if (untagged && op >= OP_SEND && op <= OP_SEND + 3 &&
+	    ulen == 18 + AUTH_MSG_LEN && !strcmp(w->theirs, "NONE") &&
+	    !memcmp(p + 20, AUTH_MSG_MAGIC, 4)) {
+		w->theirs = proof_check(p + 20);
+		return;
+	}
+	w->extra += total;
+}
 
-		l += snprintf(detail + l, sizeof(detail) - (size_t)l,
-			      "MPA Reply rev %u, R %d, C %d, %zu octets of "
-			      "private data", rep[17], rejected, crc, pd_len);
-		if ((rep[16] & FLAG_S) && n >= 4) {
-			uint16_t ird = get16(pd), ord = get16(pd + 2);
+/* Reads FPDUs for after_s seconds, or until the target ends it. */
+static void watch_keyed(int fd, struct watch *w)
+{
+	uint8_t b[8192];
+	double deadline = now_s() + after_s;
+	size_t have = 0, t;
 
-			rtr_kind = ord & ENH_C ? 'W' : ord & ENH_D ? 'R' :
-				   ird & ENH_B ? 'S' : 0;
-			pd += 4;
-			n -= 4;
+	*w = (struct watch){ .theirs = "NONE", .end = "OPEN" };
+	while (strcmp(w->end, "TERMINATE")) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		double left = deadline - now_s();
+		ssize_t n;
+
+		if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0)
+			break;
+		n = recv(fd, b + have, sizeof(b) - have, 0);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0) {
+			w->end = n ? "RESET" : "CLOSED";
+			break;
 		}
-		if (n >= RDM_PD_LEN && !memcmp(pd, RDM_MAGIC, 4))
-			l += snprintf(detail + l, sizeof(detail) - (size_t)l,
-				      ", RDM data version 0x%02x%s", pd[4],
-				      pd[4] & RDM_COLLISION ?
-					      " (collision)" : "");
-		else if (n)
-			l += snprintf(detail + l, sizeof(detail) - (size_t)l,
-				      ", not RDM data");
-		(void)l;
+		have += (size_t)n;
+		while (have >= 2 && (t = fpdu_total(get16(b))) <= have) {
+			watch_fpdu(w, b, t);
+			memmove(b, b + t, have - t);
+			have -= t;
+		}
+		if (have == sizeof(b)) {	/* no FPDU: count it all */
+			w->extra += have;
+			have = 0;
+		}
 	}
-	if (rejected) {
-		snprintf(answer, cap, "REJECTED (%s)", detail);
+	w->extra += have;
+}
+
+/* Sends the RTR and our proof (or the recorded post), then watches. */
+static void keyed_after(int fd, const struct reply *r, const uint8_t *post,
+			size_t post_len, char *answer, size_t cap)
+{
+	uint8_t out[256];
+	size_t len = 0;
+	struct watch w;
+	const char *sent = "the recorded RTR and proof sent";
+
+	if (!post) {
+		len = rtr_fpdu(out, r->rtr, r->crc);
+		if (auth_key && r->auth)
+			len += proof_fpdu(out + len, r->crc);
+		sent = auth_key && r->auth ? "RTR and our proof sent" :
+			"RTR sent, no proof (no auth block in the Reply)";
+		post = out;
+		post_len = len;
+	}
+	if (send_all(fd, post, post_len)) {
+		snprintf(answer, cap, "ACCEPTED (%s; the RTR could not be "
+			 "sent) [keyed: theirs=NONE end=RESET extra=0]",
+			 r->detail);
 		return;
 	}
-	if (!rtr_kind) {
+	watch_keyed(fd, &w);
+	snprintf(answer, cap, "ACCEPTED (%s; %s; then %s%s, %zu octets "
+		 "beyond the handshake) [keyed: theirs=%s end=%s extra=%zu]",
+		 r->detail, sent, w.end, w.term, w.extra, w.theirs, w.end,
+		 w.extra);
+}
+
+/*
+ * Sends req (a whole MPA Request) on fd and reads the answer; on an
+ * accepted Reply sends the RTR it allows, our proof with -k, or post
+ * (a recorded RTR and proof). Writes "WORD (details)".
+ */
+static void exchange(int fd, const uint8_t *req, size_t req_len,
+		     const uint8_t *post, size_t post_len, char *answer,
+		     size_t cap)
+{
+	struct reply r;
+	uint8_t out[128];
+	char after[160];
+
+	if (send_all(fd, req, req_len)) {
+		snprintf(answer, cap, "RESET (the Request could not be sent: "
+			 "%s)", strerror(errno));
+		return;
+	}
+	if (reply_read(fd, &r, answer, cap))
+		return;
+	reply_parse(&r);
+	if (r.rejected) {
+		snprintf(answer, cap, "REJECTED (%s)", r.detail);
+		return;
+	}
+	if (!r.rtr) {
 		snprintf(answer, cap, "ACCEPTED (%s; no RTR allowed, none "
-			 "sent)", detail);
+			 "sent)", r.detail);
 		return;
 	}
-	olen = rtr_fpdu(out, rtr_kind, crc);
-	if (send_all(fd, out, olen)) {
+	if (post || auth_key) {
+		keyed_after(fd, &r, post, post_len, answer, cap);
+		return;
+	}
+	if (send_all(fd, out, rtr_fpdu(out, r.rtr, r.crc))) {
 		snprintf(answer, cap, "ACCEPTED (%s; the RTR could not be sent)",
-			 detail);
+			 r.detail);
 		return;
 	}
 	after_rtr(fd, after, sizeof(after));
-	snprintf(answer, cap, "ACCEPTED (%s; %s RTR sent; then %s)", detail,
-		 rtr_kind == 'W' ? "Write" : rtr_kind == 'R' ? "Read" : "Send",
+	snprintf(answer, cap, "ACCEPTED (%s; %s RTR sent; then %s)", r.detail,
+		 r.rtr == 'W' ? "Write" : r.rtr == 'R' ? "Read" : "Send",
 		 after);
 }
 
@@ -540,8 +779,10 @@ static const char *local_name(int fd)
 static int do_spoof(const char *target, const char *claim, uint64_t inst)
 {
 	struct sockaddr_in to, cl;
-	uint8_t pd[RDM_PD_LEN], req[HDR_LEN + 4 + RDM_PD_LEN];
-	char answer[512];
+	uint8_t pd[AUTH_PD_LEN + RDM_PD_LEN];
+	uint8_t req[HDR_LEN + 4 + sizeof(pd)];
+	size_t off = auth_key ? AUTH_PD_LEN : 0;
+	char answer[768];
 	size_t len;
 	int fd;
 
@@ -553,12 +794,16 @@ static int do_spoof(const char *target, const char *claim, uint64_t inst)
 		       target, strerror(errno));
 		return 1;
 	}
-	rdm_pd(pd, RDM_VERSION, &cl, inst);
-	len = mpa_request(req, pd, sizeof(pd));
-	exchange(fd, req, len, answer, sizeof(answer));
+	if (auth_key)		/* a proper block, made before the key */
+		auth_pd(pd);
+	rdm_pd(pd + off, RDM_VERSION, &cl, inst);
+	len = mpa_request(req, pd, off + RDM_PD_LEN);
+	exchange(fd, req, len, NULL, 0, answer, sizeof(answer));
 	printf("iw_attack spoof from %s to %s claiming %s instance "
-	       "0x%016" PRIx64 ", answered in %.2f s: answer=%s\n",
-	       local_name(fd), astr(&to), astr(&cl), inst, answer_s, answer);
+	       "0x%016" PRIx64 "%s, answered in %.2f s: answer=%s\n",
+	       local_name(fd), astr(&to), astr(&cl), inst,
+	       auth_key ? " with an auth block and a key" : "", answer_s,
+	       answer);
 	close(fd);
 	return 0;
 }
@@ -826,6 +1071,7 @@ static int do_halfopen(char *list, long n, double secs)
 /* ---- record: a forwarding proxy that keeps the MPA Requests */
 
 #define PX_MAX 128
+#define PX_POST 256	/* room for the RTR and a proof (20 + 64) */
 
 struct px {
 	int c, t;		/* client, target */
@@ -833,9 +1079,14 @@ struct px {
 	uint8_t req[HDR_LEN + MAX_PD];
 	size_t have;		/* of the client's first frame */
 	bool done;		/* recorded, or not a Request */
+	long pair;		/* its REQ line's number; 0: none */
+	uint8_t post[PX_POST];	/* the client's first FPDUs after it */
+	size_t post_have;
+	bool post_done;
 };
 
 static volatile sig_atomic_t stop_now;
+static long recorded, posts;
 
 static void on_term(int sig)
 {
@@ -843,66 +1094,114 @@ static void on_term(int sig)
 	stop_now = 1;
 }
 
+static void px_hex(FILE *out, const uint8_t *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		fprintf(out, "%02x", p[i]);
+	fprintf(out, "\n");
+	fflush(out);
+}
+
+/* The whole Request in x->req: its REQ line. */
+static void px_req_line(struct px *x, FILE *out)
+{
+	const uint8_t *pd = x->req + HDR_LEN;
+	size_t pdl = x->have - HDR_LEN;
+	struct sockaddr_in cl = { .sin_family = AF_INET };
+	uint64_t inst = 0;
+
+	if ((x->req[16] & FLAG_S) && pdl >= 4) {
+		pd += 4;
+		pdl -= 4;
+	}
+	if (pdl >= AUTH_PD_LEN + RDM_PD_LEN &&
+	    !memcmp(pd, AUTH_PD_MAGIC, 4)) {
+		pd += AUTH_PD_LEN;
+		pdl -= AUTH_PD_LEN;
+	}
+	if (pdl >= RDM_PD_LEN && !memcmp(pd, RDM_MAGIC, 4) && pd[5] == 4) {
+		memcpy(&cl.sin_port, pd + 6, 2);
+		memcpy(&cl.sin_addr, pd + 8, 4);
+		inst = get64(pd + 24);
+	}
+	x->pair = ++recorded;
+	fprintf(out, "REQ to=%s claim=%s instance=0x%016" PRIx64 " len=%zu "
+		"pair=%ld hex=", astr(&x->to), astr(&cl), inst, x->have,
+		x->pair);
+	px_hex(out, x->req, x->have);
+}
+
+/* Takes the client's first frame from b; how many octets it used. */
+static size_t px_req(struct px *x, const uint8_t *b, size_t n, FILE *out)
+{
+	size_t pos = 0, want = HDR_LEN, k;
+
+	while (pos < n) {
+		want = x->have < HDR_LEN ? HDR_LEN :
+			HDR_LEN + get16(x->req + 18);
+		if (want > sizeof(x->req) || x->have == want)
+			break;
+		k = want - x->have < n - pos ? want - x->have : n - pos;
+		memcpy(x->req + x->have, b + pos, k);
+		x->have += k;
+		pos += k;
+	}
+	if (x->have >= HDR_LEN)
+		want = HDR_LEN + get16(x->req + 18);
+	if (memcmp(x->req, KEY_REQ, x->have < KEY_LEN ? x->have : KEY_LEN) ||
+	    want > sizeof(x->req)) {
+		x->done = true;
+	} else if (x->have == want && x->have >= HDR_LEN) {
+		px_req_line(x, out);
+		x->done = true;
+	}
+	return pos;
+}
+
+/* After a recorded Request: the first two FPDUs the client sends (the
+ * RTR and, with a key, its proof), as a POST line of the same pair. */
+static void px_post(struct px *x, const uint8_t *b, size_t n, FILE *out)
+{
+	size_t k = n < PX_POST - x->post_have ? n : PX_POST - x->post_have;
+	size_t off = 0, t;
+	int whole = 0;
+
+	memcpy(x->post + x->post_have, b, k);
+	x->post_have += k;
+	while (whole < 2 && off + 2 <= x->post_have &&
+	       off + (t = fpdu_total(get16(x->post + off))) <= x->post_have) {
+		off += t;
+		whole++;
+	}
+	if (whole < 2 && x->post_have < PX_POST)
+		return;
+	x->post_done = true;
+	if (!off)
+		return;
+	fprintf(out, "POST pair=%ld len=%zu hex=", x->pair, off);
+	px_hex(out, x->post, off);
+	posts++;
+}
+
 /* Forwards what is readable on from to to; -1 when the pair ends. */
 static int px_move(int from, int to, struct px *x, bool up, FILE *out,
-		   long *recorded, uint64_t *octets)
+		   uint64_t *octets)
 {
 	uint8_t b[65536];
 	ssize_t n = recv(from, b, sizeof(b), MSG_DONTWAIT);
-	size_t off = 0;
+	size_t off = 0, used = 0;
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
 	if (n <= 0)
 		return -1;
 	*octets += (uint64_t)n;
-	if (up && !x->done) {
-		size_t pos = 0, want = HDR_LEN, k;
-
-		while (pos < (size_t)n) {
-			want = x->have < HDR_LEN ? HDR_LEN :
-				HDR_LEN + get16(x->req + 18);
-			if (want > sizeof(x->req) || x->have == want)
-				break;
-			k = want - x->have < (size_t)n - pos ?
-				want - x->have : (size_t)n - pos;
-			memcpy(x->req + x->have, b + pos, k);
-			x->have += k;
-			pos += k;
-		}
-		if (x->have >= HDR_LEN)
-			want = HDR_LEN + get16(x->req + 18);
-		if (memcmp(x->req, KEY_REQ, x->have < KEY_LEN ? x->have :
-							      KEY_LEN) ||
-		    want > sizeof(x->req)) {
-			x->done = true;
-		} else if (x->have == want && x->have >= HDR_LEN) {
-			const uint8_t *pd = x->req + HDR_LEN;
-			size_t pdl = x->have - HDR_LEN, i;
-			struct sockaddr_in cl = { .sin_family = AF_INET };
-			uint64_t inst = 0;
-
-			if ((x->req[16] & FLAG_S) && pdl >= 4) {
-				pd += 4;
-				pdl -= 4;
-			}
-			if (pdl >= RDM_PD_LEN && !memcmp(pd, RDM_MAGIC, 4) &&
-			    pd[5] == 4) {
-				memcpy(&cl.sin_port, pd + 6, 2);
-				memcpy(&cl.sin_addr, pd + 8, 4);
-				inst = get64(pd + 24);
-			}
-			fprintf(out, "REQ to=%s claim=%s instance=0x%016"
-				PRIx64 " len=%zu hex=", astr(&x->to),
-				astr(&cl), inst, x->have);
-			for (i = 0; i < x->have; i++)
-				fprintf(out, "%02x", x->req[i]);
-			fprintf(out, "\n");
-			fflush(out);
-			(*recorded)++;
-			x->done = true;
-		}
-	}
+	if (up && !x->done)
+		used = px_req(x, b, (size_t)n, out);
+	if (up && x->pair && !x->post_done && used < (size_t)n)
+		px_post(x, b + used, (size_t)n - used, out);
 	nonblock(to, false);
 	while (off < (size_t)n) {
 		ssize_t w = send(to, b + off, (size_t)n - off, MSG_NOSIGNAL);
@@ -924,7 +1223,7 @@ static int do_record(const char *listen_at, const char *file, double secs)
 	struct sockaddr_in la;
 	struct px px[PX_MAX];
 	int lfd, one = 1, npx = 0, i;
-	long pairs = 0, refused = 0, recorded = 0;
+	long pairs = 0, refused = 0;
 	uint64_t up = 0, down = 0;
 	double deadline;
 	FILE *out;
@@ -1009,10 +1308,10 @@ static int do_record(const char *listen_at, const char *file, double secs)
 
 			if (rc)
 				end |= px_move(px[i].c, px[i].t, &px[i], true,
-					       out, &recorded, &up);
+					       out, &up);
 			if (!end && rt)
 				end |= px_move(px[i].t, px[i].c, &px[i], false,
-					       out, &recorded, &down);
+					       out, &down);
 			if (end) {
 				close(px[i].c);
 				close(px[i].t);
@@ -1028,50 +1327,104 @@ static int do_record(const char *listen_at, const char *file, double secs)
 	fclose(out);
 	printf("iw_attack record on %s: %ld pairs forwarded (%ld refused), "
 	       "%" PRIu64 " octets up, %" PRIu64 " down, %ld MPA Requests "
-	       "recorded in %s: answer=RECORDED\n", listen_at, pairs, refused,
-	       up, down, recorded, file);
+	       "and %ld RTR-and-proof posts recorded in %s: answer=RECORDED\n",
+	       listen_at, pairs, refused, up, down, recorded, posts, file);
 	return 0;
 }
 
-static int do_replay(const char *target, const char *file)
+/* Hex after " hex=" in line into p (at most cap octets): how many. */
+static size_t unhex(const char *line, uint8_t *p, size_t cap)
+{
+	const char *hex = strstr(line, " hex=");
+	size_t len = 0;
+
+	if (!hex)
+		return 0;
+	for (hex += 5; len < cap && sscanf(hex, "%2hhx", &p[len]) == 1;
+	     hex += 2)
+		len++;
+	return len;
+}
+
+struct rec {
+	uint8_t req[HDR_LEN + MAX_PD], post[PX_POST];
+	size_t len, post_len;
+	char claim[64], inst[32];
+};
+
+/* FILE's first REQ line, and the POST line of its pair if there is one */
+static int rec_load(const char *file, struct rec *r)
+{
+	char line[4096], want[40] = "";
+	FILE *in = fopen(file, "r");
+	char *p;
+
+	if (!in)
+		return -1;
+	strcpy(r->claim, "?");
+	strcpy(r->inst, "?");
+	r->len = r->post_len = 0;
+	while (fgets(line, sizeof(line), in)) {
+		if (!r->len && !strncmp(line, "REQ ", 4)) {
+			r->len = unhex(line, r->req, sizeof(r->req));
+			if ((p = strstr(line, " claim=")))
+				sscanf(p + 7, "%63s", r->claim);
+			if ((p = strstr(line, " instance=")))
+				sscanf(p + 10, "%31s", r->inst);
+			if ((p = strstr(line, " pair=")))
+				snprintf(want, sizeof(want), "POST pair=%ld ",
+					 atol(p + 6));
+		} else if (*want && !strncmp(line, want, strlen(want))) {
+			r->post_len = unhex(line, r->post, sizeof(r->post));
+		}
+	}
+	fclose(in);
+	return r->len < HDR_LEN ? -1 : 0;
+}
+
+/* The RDM data's instance in a recorded Request becomes inst (a restart
+ * claim: the MPA Request has no CRC to redo). 0, or -1: no RDM data. */
+static int rec_instance(struct rec *r, uint64_t inst)
+{
+	uint8_t *pd = r->req + HDR_LEN;
+	size_t n = r->len - HDR_LEN;
+
+	if ((r->req[16] & FLAG_S) && n >= 4) {
+		pd += 4;
+		n -= 4;
+	}
+	if (n >= AUTH_PD_LEN && !memcmp(pd, AUTH_PD_MAGIC, 4)) {
+		pd += AUTH_PD_LEN;
+		n -= AUTH_PD_LEN;
+	}
+	if (n < RDM_PD_LEN || memcmp(pd, RDM_MAGIC, 4))
+		return -1;
+	put64(pd + 24, inst);
+	return 0;
+}
+
+static int do_replay(const char *target, const char *file, bool set_inst,
+		     uint64_t inst)
 {
 	struct sockaddr_in to;
-	char line[4096], answer[512], claim[64] = "?", inst[32] = "?";
-	uint8_t req[HDR_LEN + MAX_PD];
-	size_t len = 0;
-	FILE *in;
-	char *hex, *p;
+	static struct rec r;
+	char answer[768], was[48] = "";
 	int fd;
 
 	if (parse_addr(target, &to))
 		die_usage("replay: bad address");
-	in = fopen(file, "r");
-	if (!in) {
-		printf("iw_attack replay: answer=NOFILE (%s: %s)\n", file,
-		       strerror(errno));
-		return 1;
-	}
-	while (fgets(line, sizeof(line), in))
-		if (!strncmp(line, "REQ ", 4))
-			break;
-	fclose(in);
-	hex = strstr(line, " hex=");
-	if (strncmp(line, "REQ ", 4) || !hex) {
+	if (rec_load(file, &r)) {
 		printf("iw_attack replay: answer=NOFILE (no REQ line in %s)\n",
 		       file);
 		return 1;
 	}
-	if ((p = strstr(line, " claim=")))
-		sscanf(p + 7, "%63s", claim);
-	if ((p = strstr(line, " instance=")))
-		sscanf(p + 10, "%31s", inst);
-	for (hex += 5; len < sizeof(req) && sscanf(hex, "%2hhx", &req[len]) == 1;
-	     hex += 2)
-		len++;
-	if (len < HDR_LEN) {
-		printf("iw_attack replay: answer=NOFILE (%zu octets in %s)\n",
-		       len, file);
-		return 1;
+	if (set_inst) {
+		if (rec_instance(&r, inst)) {
+			printf("iw_attack replay: answer=NOFILE (no RDM data "
+			       "in the recorded Request)\n");
+			return 1;
+		}
+		snprintf(was, sizeof(was), " made 0x%016" PRIx64, inst);
 	}
 	fd = dial(&to);
 	if (fd < 0) {
@@ -1079,10 +1432,13 @@ static int do_replay(const char *target, const char *file)
 		       target, strerror(errno));
 		return 1;
 	}
-	exchange(fd, req, len, answer, sizeof(answer));
+	exchange(fd, r.req, r.len, r.post_len ? r.post : NULL, r.post_len,
+		 answer, sizeof(answer));
 	printf("iw_attack replay of a recorded %zu-octet Request (claim %s "
-	       "instance %s) from %s to %s, answered in %.2f s: answer=%s\n",
-	       len, claim, inst, local_name(fd), astr(&to), answer_s, answer);
+	       "instance %s%s)%s from %s to %s, answered in %.2f s: "
+	       "answer=%s\n", r.len, r.claim, r.inst, was,
+	       r.post_len ? " with its recorded RTR and proof" : "",
+	       local_name(fd), astr(&to), answer_s, answer);
 	close(fd);
 	return 0;
 }
@@ -1091,20 +1447,25 @@ int main(int argc, char **argv)
 {
 	uint64_t inst = 0x5bad5eed0f0e1d2cULL;
 	double total = 120;
+	bool set_inst = false;
 	int c;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((c = getopt(argc, argv, "+a:b:i:s:w:T:")) != -1) {
+	while ((c = getopt(argc, argv, "+a:b:i:k:s:w:T:")) != -1) {
 		switch (c) {
 		case 'a': after_s = atof(optarg); break;
 		case 'b': bind_ip = optarg; break;
-		case 'i': inst = strtoull(optarg, NULL, 0); break;
+		case 'i': inst = strtoull(optarg, NULL, 0); set_inst = true;
+			  break;
+		case 'k': auth_key = optarg; break;
 		case 's': rng_state = strtoull(optarg, NULL, 0) | 1; break;
 		case 'w': wait_s = atof(optarg); break;
 		case 'T': total = atof(optarg); break;
 		default: die_usage("bad option");
 		}
 	}
+	if (auth_key && !*auth_key)
+		die_usage("-k: an empty key");
 	if (wait_s <= 0 || wait_s > 60 || after_s <= 0 || after_s > 60 ||
 	    total <= 0 || total > 3600)
 		die_usage("-w and -a must be in (0, 60], -T in (0, 3600]");
@@ -1121,7 +1482,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[0], "record"))
 		return do_record(argv[1], argv[2], atof(argv[3]));
 	if (argc == 3 && !strcmp(argv[0], "replay"))
-		return do_replay(argv[1], argv[2]);
+		return do_replay(argv[1], argv[2], set_inst, inst);
 	die_usage("unknown mode or wrong number of arguments");
 	return 2;
 }
