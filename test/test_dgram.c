@@ -33,9 +33,10 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "fi_api.h"
 #include "tap.h"
 
-#define API		FI_VERSION(1, 17)
+#define API		TEST_API
 #define MAX_MSG		65483	/* 65507 less the 24-octet header */
 #define HDR_MAX		24
 /* the provider's statistics option (fi_iwarp(7)) and its slots */
@@ -189,10 +190,10 @@ static void test_getinfo(void)
 	       fi->ep_attr->msg_prefix_size == 0,
 	       "getinfo: DGRAM over UDP, max_msg_size = inject_size = %d, "
 	       "no mode", MAX_MSG);
-	tap_ok(fi->tx_attr->msg_order == FI_ORDER_NONE &&
-	       fi->rx_attr->msg_order == FI_ORDER_NONE &&
-	       fi->tx_attr->comp_order == FI_ORDER_NONE &&
-	       fi->rx_attr->comp_order == FI_ORDER_NONE,
+	tap_ok(fi->tx_attr->msg_order == TEST_ORDER_NONE &&
+	       fi->rx_attr->msg_order == TEST_ORDER_NONE &&
+	       fi->tx_attr->comp_order == TEST_ORDER_NONE &&
+	       fi->rx_attr->comp_order == TEST_ORDER_NONE,
 	       "getinfo: unordered messages and completions");
 	tap_ok((fi->caps & (FI_MSG | FI_TAGGED | FI_SOURCE)) ==
 	       (FI_MSG | FI_TAGGED | FI_SOURCE) &&

@@ -384,9 +384,9 @@ static const char *dgram_entry_ok(const struct fi_info *fi)
 	       fi->mode == FI_MSG_PREFIX &&
 	       fi->ep_attr->msg_prefix_size == 24);
 	EXPECT(!(fi->caps & ~(MSG_CAPS | FI_TAGGED | FI_SOURCE | COMM_CAPS)));
-	EXPECT(fi->tx_attr->msg_order == FI_ORDER_NONE &&
-	       fi->rx_attr->msg_order == FI_ORDER_NONE);
-	EXPECT(fi->tx_attr->comp_order == FI_ORDER_NONE);
+	EXPECT(fi->tx_attr->msg_order == TEST_ORDER_NONE &&
+	       fi->rx_attr->msg_order == TEST_ORDER_NONE);
+	EXPECT(fi->tx_attr->comp_order == TEST_ORDER_NONE);
 	EXPECT(fi->domain_attr->cq_data_size == 8);
 	EXPECT(fi->domain_attr->data_progress == FI_PROGRESS_MANUAL);
 	return entry_addr_ok(fi);

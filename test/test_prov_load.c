@@ -136,7 +136,7 @@ static bool entry_shape_ok(const struct fi_info *fi)
 		       (fi->caps & FI_MSG) && !(fi->caps & FI_RMA) &&
 		       fi->ep_attr->protocol == FI_PROTO_UDP &&
 		       fi->ep_attr->max_msg_size == 65483 &&
-		       fi->tx_attr->msg_order == FI_ORDER_NONE;
+		       fi->tx_attr->msg_order == TEST_ORDER_NONE;
 	return sa && fi->addr_format == want &&
 	       (fi->caps & FI_MSG) && !(fi->caps & (FI_TAGGED | FI_ATOMIC)) &&
 	       /* RMA needs provider keys; hints with mr_mode 0 lose it */

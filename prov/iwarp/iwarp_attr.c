@@ -304,10 +304,10 @@ static void iwarp_defaults_dgram(struct fi_info *fi)
 	fi->ep_attr->max_order_waw_size = 0;
 	fi->tx_attr->caps = IWARP_DGRAM_TX_CAPS;
 	fi->rx_attr->caps = IWARP_DGRAM_RX_CAPS;
-	fi->tx_attr->msg_order = FI_ORDER_NONE;
-	fi->rx_attr->msg_order = FI_ORDER_NONE;
-	fi->tx_attr->comp_order = FI_ORDER_NONE;
-	fi->rx_attr->comp_order = FI_ORDER_NONE;
+	fi->tx_attr->msg_order = IWARP_ORDER_NONE;
+	fi->rx_attr->msg_order = IWARP_ORDER_NONE;
+	fi->tx_attr->comp_order = IWARP_ORDER_NONE;
+	fi->rx_attr->comp_order = IWARP_ORDER_NONE;
 	fi->tx_attr->inject_size = IWARP_DGRAM_MAX_MSG;
 	fi->tx_attr->rma_iov_limit = 0;
 	fi->domain_attr->cq_data_size = IWARP_DGRAM_CQ_DATA;
