@@ -182,6 +182,9 @@ static inline void iwarp_list_del(struct iwarp_list *e)
  * contract); API entry points take it. Progress is manual: reading a CQ,
  * EQ or counter, or waiting on one, drives every pollable of the fabric.
  */
+struct iwarp_cntr;
+struct iwarp_wait;
+
 struct iwarp_fabric {
 	struct fid_fabric fabric_fid;
 	char *name;
@@ -203,6 +206,16 @@ struct iwarp_fabric {
 	struct iwarp_list trig_ops;	/* sorted by threshold, then age */
 	atomic_int trig_count;		/* read without the lock */
 	uint64_t trig_seq;
+	/*
+	 * Set by the layers above CQs and counters once they are in use
+	 * (iwarp_trigger.c, iwarp_poll.c), so that CQs, counters and
+	 * progress reach them without depending on them.
+	 */
+	void (*trig_run)(struct iwarp_fabric *fab);
+	void (*trig_cntr_gone)(struct iwarp_cntr *c);
+	int (*wait_join)(struct iwarp_wait *w, struct iwarp_fabric *fab,
+			 struct fid_wait *set, struct fid *member);
+	void (*wait_leave)(struct iwarp_wait *w, struct fid *member);
 };
 
 static inline void iwarp_lock(struct iwarp_fabric *fab)
@@ -276,6 +289,21 @@ int iwarp_wait_init(struct iwarp_wait *w, enum fi_wait_obj type);
 int iwarp_wait_join(struct iwarp_wait *w, struct iwarp_fabric *fab,
 		    struct fid_wait *set, struct fid *member);
 void iwarp_wait_leave(struct iwarp_wait *w, struct fid *member);
+/* The same through the fabric's hooks, for CQs and counters. */
+static inline int iwarp_wait_enter(struct iwarp_wait *w,
+				   struct iwarp_fabric *fab,
+				   struct fid_wait *set, struct fid *member)
+{
+	return fab->wait_join ? fab->wait_join(w, fab, set, member) :
+				-FI_EINVAL;
+}
+
+static inline void iwarp_wait_quit(struct iwarp_fabric *fab,
+				   struct iwarp_wait *w, struct fid *member)
+{
+	if (w->set && fab->wait_leave)
+		fab->wait_leave(w, member);
+}
 /* fi_wait_open (iwarp_poll.c): FI_WAIT_UNSPEC or FI_WAIT_FD sets. */
 int iwarp_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 		    struct fid_wait **waitset);
@@ -465,6 +493,20 @@ int iwarp_trig_wrap(struct fid_ep *ep, struct iwarp_fabric *fab);
 void iwarp_trig_run(struct iwarp_fabric *fab);
 /* Lock held: the counter is going away; drops what waits on it. */
 void iwarp_trig_cntr_gone(struct iwarp_cntr *c);
+/* Through the fabric's hooks: nothing to do before anyone used them. */
+static inline void iwarp_trig_kick(struct iwarp_fabric *fab)
+{
+	if (fab->trig_run)
+		fab->trig_run(fab);
+}
+
+static inline void iwarp_trig_forget(struct iwarp_fabric *fab,
+				     struct iwarp_cntr *c)
+{
+	if (fab->trig_cntr_gone)
+		fab->trig_cntr_gone(c);
+}
+
 static inline bool iwarp_trig_due(struct iwarp_fabric *fab)
 {
 	return atomic_load_explicit(&fab->trig_count, memory_order_relaxed);

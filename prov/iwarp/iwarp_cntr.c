@@ -25,7 +25,7 @@ static uint64_t iwarp_cntr_read(struct fid_cntr *cntr_fid)
 	struct iwarp_cntr *c = iwarp_cntr_of(&cntr_fid->fid);
 	uint64_t v;
 
-	iwarp_trig_run(c->fab);
+	iwarp_trig_kick(c->fab);
 	iwarp_lock(c->fab);
 	iwarp_progress(c->fab);
 	v = c->value;
@@ -38,7 +38,7 @@ static uint64_t iwarp_cntr_readerr(struct fid_cntr *cntr_fid)
 	struct iwarp_cntr *c = iwarp_cntr_of(&cntr_fid->fid);
 	uint64_t v;
 
-	iwarp_trig_run(c->fab);
+	iwarp_trig_kick(c->fab);
 	iwarp_lock(c->fab);
 	iwarp_progress(c->fab);
 	v = c->err;
@@ -58,7 +58,7 @@ static int iwarp_cntr_update(struct fid_cntr *cntr_fid, bool err, bool add,
 	iwarp_wait_signal(&c->wait);
 	iwarp_unlock(c->fab);
 	/* a triggered operation may be waiting for this very value */
-	iwarp_trig_run(c->fab);
+	iwarp_trig_kick(c->fab);
 	return 0;
 }
 
@@ -134,10 +134,10 @@ static int iwarp_cntr_close(struct fid *fid)
 		return -FI_EBUSY;
 	}
 	iwarp_lock(c->fab);
-	iwarp_trig_cntr_gone(c);
+	iwarp_trig_forget(c->fab, c);
 	iwarp_unlock(c->fab);
 	atomic_fetch_sub(&c->dom->ref, 1);
-	iwarp_wait_leave(&c->wait, &c->cntr_fid.fid);
+	iwarp_wait_quit(c->fab, &c->wait, &c->cntr_fid.fid);
 	iwarp_wait_fini(&c->wait);
 	free(c);
 	return 0;
@@ -192,7 +192,7 @@ int iwarp_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 	if (!c)
 		return -FI_ENOMEM;
 	if (a->wait_obj == FI_WAIT_SET)
-		ret = iwarp_wait_join(&c->wait, dom->fabric, a->wait_set,
+		ret = iwarp_wait_enter(&c->wait, dom->fabric, a->wait_set,
 				      &c->cntr_fid.fid);
 	else
 		ret = iwarp_wait_init(&c->wait, a->wait_obj);

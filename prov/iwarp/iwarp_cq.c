@@ -198,7 +198,7 @@ static ssize_t iwarp_cq_readfrom(struct fid_cq *cq_fid, void *buf,
 				      memory_order_relaxed);
 		return -FI_EAGAIN;
 	}
-	iwarp_trig_run(cq->fab);
+	iwarp_trig_kick(cq->fab);
 	iwarp_lock(cq->fab);
 	ret = iwarp_cq_read_locked(cq, buf, count, src_addr);
 	atomic_store_explicit(&cq->just_emptied,
@@ -251,7 +251,7 @@ static ssize_t iwarp_cq_readerr(struct fid_cq *cq_fid,
 	struct iwarp_cq *cq = iwarp_cq_of(&cq_fid->fid);
 	ssize_t ret = -FI_EAGAIN;
 
-	iwarp_trig_run(cq->fab);
+	iwarp_trig_kick(cq->fab);
 	iwarp_lock(cq->fab);
 	iwarp_progress(cq->fab);
 	if (cq->ecount) {
@@ -363,7 +363,7 @@ static void iwarp_cq_free(struct iwarp_cq *cq)
 	free(cq->last_err_data);
 	free(cq->ring);
 	free(cq->src);
-	iwarp_wait_leave(&cq->wait, &cq->cq_fid.fid);
+	iwarp_wait_quit(cq->fab, &cq->wait, &cq->cq_fid.fid);
 	iwarp_wait_fini(&cq->wait);
 	free(cq);
 }
@@ -433,7 +433,7 @@ int iwarp_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	if (!cq)
 		return -FI_ENOMEM;
 	if (attr->wait_obj == FI_WAIT_SET)
-		ret = iwarp_wait_join(&cq->wait, dom->fabric, attr->wait_set,
+		ret = iwarp_wait_enter(&cq->wait, dom->fabric, attr->wait_set,
 				      &cq->cq_fid.fid);
 	else
 		ret = iwarp_wait_init(&cq->wait, attr->wait_obj);

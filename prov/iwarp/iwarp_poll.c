@@ -169,7 +169,7 @@ static int iwarp_poll_poll(struct fid_poll *poll_fid, void **context,
 
 	if (count < 0 || (count && !context))
 		return -FI_EINVAL;
-	iwarp_trig_run(ps->fab);
+	iwarp_trig_kick(ps->fab);
 	iwarp_lock(ps->fab);
 	iwarp_progress(ps->fab);
 	for (i = 0; i < ps->set.n && n < count; i++)
@@ -266,7 +266,7 @@ static int iwarp_waitset_wait(struct fid_wait *wait_fid, int timeout)
 	struct iwarp_waitset *ws = iwarp_waitset_of(&wait_fid->fid);
 	int ret;
 
-	iwarp_trig_run(ws->fab);
+	iwarp_trig_kick(ws->fab);
 	iwarp_lock(ws->fab);
 	ret = iwarp_wait_block(ws->fab, &ws->wait, iwarp_waitset_ready, ws,
 			       timeout, false);
@@ -330,6 +330,8 @@ int iwarp_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 	}
 	attr->wait_obj = FI_WAIT_FD;
 	ws->fab = iwarp_fabric_of(&fabric->fid);
+	ws->fab->wait_join = iwarp_wait_join;
+	ws->fab->wait_leave = iwarp_wait_leave;
 	ws->wait_fid.fid.fclass = FI_CLASS_WAIT;
 	ws->wait_fid.fid.ops = &iwarp_waitset_fi_ops;
 	ws->wait_fid.ops = &iwarp_waitset_ops;

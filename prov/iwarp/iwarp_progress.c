@@ -228,7 +228,7 @@ static void *iwarp_async_main(void *arg)
 			fab->in_async = false;
 			if (iwarp_trig_due(fab)) {
 				iwarp_unlock(fab);
-				iwarp_trig_run(fab);
+				iwarp_trig_kick(fab);
 				iwarp_lock(fab);
 			}
 			for (e = fab->pollables.next;
@@ -652,7 +652,7 @@ int iwarp_wait_block(struct iwarp_fabric *fab, struct iwarp_wait *w,
 		if (iwarp_trig_due(fab)) {
 			/* issuing takes the lock: our caller's ops may be due */
 			iwarp_unlock(fab);
-			iwarp_trig_run(fab);
+			iwarp_trig_kick(fab);
 			iwarp_lock(fab);
 		}
 		if (ready(arg)) {

@@ -1227,6 +1227,8 @@ int iwarp_trig_wrap(struct fid_ep *ep, struct iwarp_fabric *fab)
 		return -FI_ENOMEM;
 	t->ep = ep;
 	t->fab = fab;
+	fab->trig_run = iwarp_trig_run;
+	fab->trig_cntr_gone = iwarp_trig_cntr_gone;
 	t->o_fi = ep->fid.ops;
 	t->fi = *ep->fid.ops;
 	t->fi.close = iwarp_trig_ep_close;

@@ -118,6 +118,11 @@ void iwarp_ep_auth_complete(struct iwarp_ep *ep, struct iw_qp *qp,
 void iwarp_ep_auth_progress(struct iwarp_ep *ep);
 /* msg_cm.c: ends a connection whose handshake failed (warn log,
  * FI_ECONNREFUSED on the EQ, later CM events unreported). */
+/* msg_eq.c: EQ entries of a connection's events */
+void iwarp_ep_eq_cm(struct iwarp_ep *ep, uint32_t event,
+		    const struct iw_cm_event *ev);
+void iwarp_ep_eq_err(struct iwarp_ep *ep, int err,
+		     const struct iw_cm_event *ev);
 void iwarp_ep_auth_refuse(struct iwarp_ep *ep, struct iw_qp *qp,
 			  const char *why);
 /* msg_cm.c: FI_CONNECTED with cm data, lock held. */

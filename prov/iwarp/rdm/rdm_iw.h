@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The iWARP transport of RDM inside: its per-endpoint and per-peer state,
- * shared by the transport proper (rdm_iw.c) and its guard (rdm_iw_guard.c:
- * job keys and requests that claim a peer restarted).
+ * shared by the transport proper and its guard (job keys and requests
+ * that claim a peer restarted), both in rdm_iw.c.
  *
  * Job keys (iwarp_auth.h): with a key, every connection's private data is
  * the auth block followed by the RDM connection data; the QP's gate is
@@ -95,7 +95,7 @@ void rdm_iw_reject(struct iwarp_rdm_xep *xe, struct iw_conn_req *req,
 /* The peer's connection qp is up (and proven, with a key). */
 void rdm_iw_ready(struct iwarp_rdm_xconn *c, struct iw_qp *qp);
 
-/* ---- rdm_iw_guard.c: job keys */
+/* ---- the guard (end of rdm_iw.c): job keys */
 
 static inline bool rdm_iw_keyed(const struct iwarp_rdm_xep *xe)
 {
@@ -131,7 +131,8 @@ bool rdm_iw_auth_request(struct iwarp_rdm_xep *xe, struct iw_conn_req *req,
 /* Our connect was rejected for the job key: fail what waits. */
 void rdm_iw_auth_refused(struct iwarp_rdm_xconn *c, struct iw_qp *qp);
 
-/* ---- rdm_iw_guard.c: restart claims against a live connection */
+/* ---- the guard (end of rdm_iw.c): restart claims against a live
+ * connection */
 
 void rdm_iw_claim(struct iwarp_rdm_xconn *c, struct iw_conn_req *req,
 		  const struct iwarp_rdm_pdata *them, const uint8_t *apd);
