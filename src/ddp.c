@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * DDP (RFC 5041 §4) and RDMAP (RFC 5040 §4, Appendix A; RFC 7306 atomics)
- * header codecs. The DDP control octet and the RDMAP control octet are
+ * DDP (RFC 5041 §4) and RDMAP (RFC 5040 §4, Appendix A; RFC 7306 atomics
+ * and Immediate Data) header codecs. The DDP control octet and the RDMAP control octet are
  * read together as one 16-bit word (masks in wire.h).
  */
 #include <errno.h>
@@ -30,6 +30,10 @@ static const struct rdmap_op_info rdmap_ops[RDMAP_OPCODE_MAX + 1] = {
 				DDP_QN_SEND, 0 },
 	[RDMAP_TERMINATE] = { "Terminate", false, DDP_QN_TERM,
 			      RDMAP_TERM_CTRL_LEN },
+	/* RFC 7306: Immediate Data shares the Send queue and its MSNs */
+	[RDMAP_IMM] = { "Immediate Data", false, DDP_QN_SEND, RDMAP_IMM_LEN },
+	[RDMAP_IMM_SE] = { "Immediate Data with SE", false, DDP_QN_SEND,
+			   RDMAP_IMM_LEN },
 	[RDMAP_ATOMIC_REQ] = { "Atomic Request", false, DDP_QN_AREQ,
 			       RDMAP_AREQ_LEN, true },
 	[RDMAP_ATOMIC_RESP] = { "Atomic Response", false, DDP_QN_ARESP,
@@ -272,6 +276,26 @@ ssize_t rdmap_aresp_build(uint8_t *buf, size_t cap,
 	iw_put32(buf, r->req_id);
 	iw_put64(buf + 4, r->orig);
 	return RDMAP_ARESP_LEN;
+}
+
+int rdmap_imm_parse(const uint8_t *p, size_t len, uint64_t *data,
+		    struct iw_err *err)
+{
+	if (len != RDMAP_IMM_LEN)
+		return iw_fail_v(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+				 RDMAP_ECODE_OPCODE,
+				 "Immediate Data payload: octets", len,
+				 RDMAP_IMM_LEN);
+	*data = iw_get64(p);
+	return 0;
+}
+
+ssize_t rdmap_imm_build(uint8_t *buf, size_t cap, uint64_t data)
+{
+	if (cap < RDMAP_IMM_LEN)
+		return -ENOSPC;
+	iw_put64(buf, data);
+	return RDMAP_IMM_LEN;
 }
 
 /*

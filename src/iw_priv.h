@@ -76,6 +76,7 @@ struct iw_swqe {
 	uint32_t rstag;
 	uint64_t rto;
 	uint64_t add_swap, add_swap_mask, compare, compare_mask;
+	uint64_t imm;
 	uint32_t sent;		/* payload octets framed (Send/Write) */
 	bool done;		/* transmitted, or Read Response received */
 	enum iw_wc_status status;
@@ -237,6 +238,7 @@ struct iw_qp {
 	uint32_t areq_msn;	/* our Atomic Requests (QN 4) */
 	uint32_t atomic_id;	/* next Request Identifier */
 	bool atomics;		/* iw_qp_set_atomics */
+	bool imm;		/* iw_qp_set_imm */
 	bool gated;		/* iw_qp_gate: one Send, no STag for the peer */
 	bool gate_used;		/* ... and that Send came */
 
@@ -344,6 +346,11 @@ static inline bool iw_sock_still(int fd, bool *waiting, short ev)
 static inline bool iw_wr_atomic(enum iw_wr_opcode op)
 {
 	return op == IW_WR_ATOMIC_FADD || op == IW_WR_ATOMIC_CSWAP;
+}
+
+static inline bool iw_wr_imm(enum iw_wr_opcode op)
+{
+	return op == IW_WR_IMM || op == IW_WR_IMM_SE;
 }
 
 /* ---- iw_qpcore.c: the narrow interface beneath the QP. Connection

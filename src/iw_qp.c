@@ -215,8 +215,10 @@ static bool iw_qp_can_post(const struct iw_qp *qp)
 static int iw_send_wr_check(const struct iw_qp *qp,
 			    const struct iw_send_wr *wr, uint32_t *len)
 {
-	if (iw_sgl_len(wr->sgl, wr->num_sge, len) ||
-	    wr->op > IW_WR_ATOMIC_CSWAP)
+	if (iw_sgl_len(wr->sgl, wr->num_sge, len) || wr->op > IW_WR_IMM_SE)
+		return -EINVAL;
+	/* Immediate Data carries wr->imm and nothing else */
+	if (iw_wr_imm(wr->op) && (!qp->imm || wr->num_sge))
 		return -EINVAL;
 	if ((wr->flags & IW_WR_INLINE) &&
 	    (*len > IW_MAX_INLINE || wr->op == IW_WR_READ ||
@@ -260,6 +262,7 @@ static void iw_swqe_fill(struct iw_qp *qp, struct iw_swqe *w,
 	w->inv_stag = wr->inv_stag;
 	w->rstag = wr->rstag;
 	w->rto = wr->rto;
+	w->imm = wr->imm;
 	if (iw_wr_atomic(wr->op)) {
 		w->len = 8;	/* what the completion reports */
 		w->add_swap = wr->add_swap;
@@ -313,6 +316,32 @@ static int iw_rq_post(struct iw_rq *rq, const struct iw_recv_wr *wr)
 	return 0;
 }
 
+int iw_qp_post_recv_first(struct iw_qp *qp, const struct iw_recv_wr *wr)
+{
+	struct iw_rq *rq = &qp->rq;
+	int ret;
+
+	if (qp->srq || qp->attr.peek_len)
+		return -EINVAL;
+	if (qp->cm == CM_ERROR || qp->cm == CM_CLOSED)
+		return -ENOTCONN;
+	/* posted last, then rotated to the head: one copy of the checks */
+	ret = iw_rq_post(rq, wr);
+	if (ret)
+		return ret;
+	rq->count--;
+	rq->head = (rq->head + rq->size - 1) % rq->size;
+	rq->q[rq->head] = rq->q[(rq->head + rq->count + 1) % rq->size];
+	rq->count++;
+	if (!iw_rx_stalled(qp))
+		return 0;
+	if (iw_rx_resume(&qp->rx))
+		iw_qp_fatal(qp, &qp->rx.err, &qp->rx.seg, true);
+	else
+		iw_rx_pump(qp);
+	return 0;
+}
+
 int iw_qp_post_recv(struct iw_qp *qp, const struct iw_recv_wr *wr)
 {
 	int ret;
@@ -336,6 +365,17 @@ int iw_qp_set_atomics(struct iw_qp *qp, bool on)
 {
 	qp->atomics = on;
 	return 0;
+}
+
+int iw_qp_set_imm(struct iw_qp *qp, bool on)
+{
+	qp->imm = on;
+	return 0;
+}
+
+uint32_t iw_qp_sq_free(const struct iw_qp *qp)
+{
+	return qp->sq_size - (qp->sq_tail - qp->sq_head);
 }
 
 int iw_qp_gate(struct iw_qp *qp, bool closed)

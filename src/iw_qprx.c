@@ -5,7 +5,7 @@
  * and its payload goes straight to its destination: the registered region
  * (RDMA Write), the Read's sink buffers (Read Response), the posted
  * receive or the buffer chosen by ops->place (Send). Atomic Requests and
- * Responses (RFC 7306) are headers only. Errors carry the
+ * Responses and Immediate Data (RFC 7306) are headers only. Errors carry the
  * triples Linux siw uses (RFC 5040 §7, RFC 5041 §7).
  */
 #include <errno.h>
@@ -375,6 +375,64 @@ static int iw_rx_send_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 	return 0;
 }
 
+/* ---- Immediate Data (RFC 7306): a message of queue 0 without payload.
+ * Checked when its header is in; delivered once its CRC checked. */
+
+static int iw_rx_imm(struct iw_qp *qp, const struct iw_rx_seg *seg,
+		     struct iw_err *err)
+{
+	const struct ddp_hdr *h = &seg->hdr;
+	struct iw_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
+
+	if (!qp->imm)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_OPCODE,
+			       "Immediate Data, not negotiated");
+	if (qp->gated)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_UNSPECIFIED,
+			       "Immediate Data before the peer authenticated");
+	if (qp->rcv.active || h->msn != qp->rx_msn[DDP_QN_SEND])
+		return iw_fail_uv(err, DDP_ECODE_UT_MSN_RANGE,
+				  "Immediate Data MSN out of range", h->msn,
+				  qp->rx_msn[DDP_QN_SEND]);
+	/* it may need a receive: wait for one, as a Send would */
+	if (!qp->attr.peek_len && !rq->count && qp->attr.wait_for_recv &&
+	    !qp->srq)
+		return -EAGAIN;
+	return 0;
+}
+
+static int iw_rx_imm_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
+			  struct iw_err *err)
+{
+	struct iw_wc wc = { .op = IW_WC_RECV, .flags = IW_WC_F_IMM };
+	struct iw_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
+	const struct iw_qp_ops *ops = qp->attr.ops;
+	int ret = 1;
+
+	if (seg->hdr.opcode == RDMAP_IMM_SE)
+		wc.flags |= IW_WC_F_SE;
+	if (ops && ops->imm)
+		ret = ops->imm(qp->attr.arg, qp, seg->imm, wc.flags);
+	if (ret < 0)
+		return iw_fail(err, IW_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_UNSPECIFIED,
+			       "Immediate Data refused by the ULP");
+	qp->rx_msn[DDP_QN_SEND]++;
+	if (!ret)
+		return 0;
+	if (qp->attr.peek_len || !rq->count)
+		return iw_fail_u(err, DDP_ECODE_UT_NO_BUFFER,
+				 "Immediate Data without a posted receive");
+	wc.ctx = rq->q[rq->head].ctx;
+	rq->head = (rq->head + 1) % rq->size;
+	rq->count--;
+	wc.imm = seg->imm;
+	iw_qp_complete(qp, &wc);
+	return 0;
+}
+
 /* ---- Read Requests: RFC 5040 §4.4, checked once delivered (§5.5 #12) */
 
 static int iw_rx_rreq_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
@@ -570,6 +628,9 @@ static int iw_qprx_start(void *arg, const struct iw_rx_seg *seg,
 	case RDMAP_SEND_SE:
 	case RDMAP_SEND_SE_INV:
 		return iw_rx_send(qp, seg, dst, err);
+	case RDMAP_IMM:
+	case RDMAP_IMM_SE:
+		return iw_rx_imm(qp, seg, err);
 	default:
 		return 0;	/* Read Request, Terminate, atomics: headers */
 	}
@@ -628,6 +689,9 @@ static int iw_qprx_done(void *arg, const struct iw_rx_seg *seg,
 		return iw_rx_areq_done(qp, seg, err);
 	case RDMAP_ATOMIC_RESP:
 		return iw_rx_aresp_done(qp, seg, err);
+	case RDMAP_IMM:
+	case RDMAP_IMM_SE:
+		return iw_rx_imm_done(qp, seg, err);
 	case RDMAP_TERMINATE:
 		iw_qp_remote_fatal(qp, &seg->term, seg->raw + DDP_UNTAGGED_HDR,
 				   seg->raw_len - DDP_UNTAGGED_HDR);

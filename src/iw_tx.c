@@ -407,6 +407,20 @@ static bool iw_tx_flat_send(struct iw_qp *qp, const struct iw_swqe *w)
 	return true;
 }
 
+/* RFC 7306 Immediate Data: one FPDU on queue 0, numbered like a Send
+ * (its MSN advances when the FPDU is written, as a Send's does). */
+static void iw_tx_imm(struct iw_qp *qp, const struct iw_swqe *w)
+{
+	uint8_t extra[RDMAP_IMM_LEN];
+
+	rdmap_imm_build(extra, sizeof(extra), w->imm);
+	qp->tx_sq_busy = true;
+	qp->tx_msg_end = true;
+	iw_tx_untagged(qp, w->op == IW_WR_IMM_SE ? RDMAP_IMM_SE : RDMAP_IMM,
+		       DDP_QN_SEND, qp->sq_msn, 0, true, 0, extra,
+		       sizeof(extra), 0);
+}
+
 static void iw_tx_build_sq(struct iw_qp *qp)
 {
 	uint32_t seq = qp->sq_tx;
@@ -427,6 +441,10 @@ static void iw_tx_build_sq(struct iw_qp *qp)
 		qp->tx_sq_busy = true;
 		qp->tx_msg_end = true;
 		iw_tx_areq(qp, (int32_t)(seq & (qp->sq_size - 1)), w);
+		return;
+	}
+	if (iw_wr_imm(w->op)) {
+		iw_tx_imm(qp, w);
 		return;
 	}
 	/* a whole message in one FPDU */

@@ -144,6 +144,10 @@ static size_t iw_rx_extra(unsigned int op, size_t avail)
 	case RDMAP_ATOMIC_RESP:
 		cap = RDMAP_ARESP_LEN;
 		break;
+	case RDMAP_IMM:
+	case RDMAP_IMM_SE:
+		cap = RDMAP_IMM_LEN;
+		break;
 	default:
 		cap = 0;
 		break;
@@ -239,6 +243,10 @@ static int iw_rx_hdr_done(struct iw_rx *rx)
 	else if (seg->hdr.opcode == RDMAP_ATOMIC_RESP)
 		ret = rdmap_aresp_parse(ddp + base, seg->ulpdu_len - base,
 					&seg->aresp, &rx->err);
+	else if (seg->hdr.opcode == RDMAP_IMM ||
+		 seg->hdr.opcode == RDMAP_IMM_SE)
+		ret = rdmap_imm_parse(ddp + base, seg->ulpdu_len - base,
+				      &seg->imm, &rx->err);
 	if (ret)
 		goto fail;
 	return iw_rx_start_payload(rx);

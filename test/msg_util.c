@@ -492,6 +492,9 @@ struct fi_info *msg_hints(const struct proc *p)
 	/* the server checks RMA Writes after a later Send arrived */
 	h->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_SAW;
 	h->rx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_SAW;
+	h->mode |= p->mode;
+	h->caps |= p->caps;
+	h->domain_attr->cq_data_size = p->cq_data;
 	return h;
 }
 
@@ -551,6 +554,9 @@ int node_open(struct node *n, struct proc *p, const struct fi_cq_attr *cqa)
 		return -FI_ENOMEM;
 	if (cqa)
 		attr = *cqa;
+	n->fmt_data = p->mode || p->cq_data || p->caps;
+	if (n->fmt_data)
+		attr.format = FI_CQ_FORMAT_DATA;
 	snprintf(port, sizeof(port), "%d", p->port);
 	ret = fi_getinfo(MSG_API, "127.0.0.1", port,
 			 p->server ? FI_SOURCE : 0, hints, &n->info);
@@ -853,9 +859,29 @@ static void cq_read_err(struct node *n)
 	comp_push(n, &c);
 }
 
+/* One entry of the CQ's format into c. */
+static void comp_of(const struct node *n, const void *ents, ssize_t i,
+		    struct comp *c)
+{
+	const struct fi_cq_data_entry *d = ents;
+	const struct fi_cq_msg_entry *m = ents;
+
+	if (n->fmt_data) {
+		c->ctx = d[i].op_context;
+		c->flags = d[i].flags;
+		c->len = d[i].len;
+		c->data = d[i].data;
+		c->buf = d[i].buf;
+		return;
+	}
+	c->ctx = m[i].op_context;
+	c->flags = m[i].flags;
+	c->len = m[i].len;
+}
+
 void cq_drain(struct node *n)
 {
-	struct fi_cq_msg_entry ent[16];
+	struct fi_cq_data_entry ent[16];
 	struct comp c = { 0 };
 	ssize_t r, i;
 
@@ -871,9 +897,7 @@ void cq_drain(struct node *n)
 			return;
 		}
 		for (i = 0; i < r; i++) {
-			c.ctx = ent[i].op_context;
-			c.flags = ent[i].flags;
-			c.len = ent[i].len;
+			comp_of(n, ent, i, &c);
 			comp_push(n, &c);
 		}
 	}

@@ -46,6 +46,10 @@ struct proc {
 	uint64_t seed;		/* shared by both sides */
 	/* job keys node_open puts in the info (NULL: none) */
 	const char *dom_key, *ep_key;
+	/* hints beyond msg_hints' (msg_feat.c): mode bits, cq_data_size,
+	 * caps; any of them reads the CQ as FI_CQ_FORMAT_DATA */
+	uint64_t mode, caps;
+	size_t cq_data;
 };
 
 struct msg_case {
@@ -144,6 +148,8 @@ struct comp {
 	uint64_t flags;
 	size_t len;
 	int err;		/* 0, or the positive FI_E* of an error */
+	uint64_t data;		/* FI_CQ_FORMAT_DATA only */
+	void *buf;
 	int prov_errno;
 	char text[160];		/* fi_cq_strerror of an error */
 };
@@ -155,6 +161,7 @@ struct node {
 	struct fid_domain *domain;
 	struct fid_cq *cq;
 	int cq_fd;		/* FI_GETWAIT of the CQ, or -1 */
+	bool fmt_data;		/* the CQ is FI_CQ_FORMAT_DATA */
 	struct fid_eq *eq;	/* server: the passive endpoint's */
 	struct fid_pep *pep;
 	struct fid_ep *ep;	/* the current connection */
@@ -252,5 +259,16 @@ void inject_client(struct proc *p);
 void inject_server(struct proc *p);
 void selective_client(struct proc *p);
 void selective_server(struct proc *p);
+
+/* ---- remote CQ data, multi-receive, prefix (msg_feat.c) */
+
+void cqdata_client(struct proc *p);
+void cqdata_server(struct proc *p);
+void cqdata_half_client(struct proc *p);
+void cqdata_half_server(struct proc *p);
+void multi_client(struct proc *p);
+void multi_server(struct proc *p);
+void prefix_client(struct proc *p);
+void prefix_server(struct proc *p);
 
 #endif /* IWARP_TEST_MSG_UTIL_H */

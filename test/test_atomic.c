@@ -597,6 +597,13 @@ static bool done_failed(void *arg)
 	return eu_qp_failed(&p->a) && eu_qp_failed(&p->b) && p->a.n_wc >= 4;
 }
 
+static bool done_failed_imm(void *arg)
+{
+	struct eu_pair *p = arg;
+
+	return eu_qp_failed(&p->a) && eu_qp_failed(&p->b);
+}
+
 static void test_peer_off(void)
 {
 	struct eu_pair_cfg cfg;
@@ -655,6 +662,103 @@ static void test_peer_off(void)
 	if (up)
 		eu_pair_fini(&p);
 	eu_buf_free(&tgt);
+}
+
+/* ---- RFC 7306 Immediate Data */
+
+static bool imm_post(struct eu_pair *p, void *ctx, uint64_t v)
+{
+	struct iw_send_wr wr = { .ctx = ctx, .op = IW_WR_IMM,
+				 .flags = IW_WR_SIGNALED, .imm = v };
+
+	return iw_qp_post_send(p->a.qp, &wr) == 0;
+}
+
+/* A receive of the responder's, waited for. */
+static const struct iw_wc *imm_recv_wc(struct eu_pair *p, void *ctx)
+{
+	if (!eu_wait_ctx(LP, &p->b, ctx, 5000))
+		return NULL;
+	return eu_find_wc(&p->b, ctx);
+}
+
+static bool imm_both_on(struct eu_pair *p)
+{
+	static char buf[64];
+	struct iw_sge sge = { buf, sizeof(buf) };
+	void *r1 = nctx(), *r2 = nctx(), *s1 = nctx(), *s2 = nctx();
+	struct iw_recv_wr rw = { .ctx = r1, .sgl = &sge, .num_sge = 1 };
+	struct iw_send_wr sw = { .ctx = s2, .op = IW_WR_SEND,
+				 .flags = IW_WR_SIGNALED, .sgl = &sge,
+				 .num_sge = 1 };
+	const struct iw_wc *w1, *w2;
+
+	iw_qp_set_imm(p->a.qp, true);
+	iw_qp_set_imm(p->b.qp, true);
+	if (iw_qp_post_recv(p->b.qp, &rw))
+		return bad("post recv");
+	rw.ctx = r2;
+	if (iw_qp_post_recv(p->b.qp, &rw) ||
+	    !imm_post(p, s1, 0x0102030405060708ULL))
+		return bad("post recv/imm");
+	sge.len = 5;
+	if (iw_qp_post_send(p->a.qp, &sw))
+		return bad("post send");
+	w1 = imm_recv_wc(p, r1);
+	w2 = imm_recv_wc(p, r2);
+	if (!w1 || w1->status || !(w1->flags & IW_WC_F_IMM) ||
+	    w1->imm != 0x0102030405060708ULL || w1->byte_len != 0)
+		return bad("Immediate Data's receive: %s flags %#x imm %#llx",
+			   w1 ? eu_status_str(w1->status) : "-",
+			   w1 ? w1->flags : 0,
+			   w1 ? (unsigned long long)w1->imm : 0ULL);
+	if (!w2 || w2->status || (w2->flags & IW_WC_F_IMM) ||
+	    w2->byte_len != 5)
+		return bad("the Send's receive");
+	return eu_wait_ctx(LP, &p->a, s1, 5000) ||
+	       bad("no completion of the Immediate Data");
+}
+
+static void test_imm(void)
+{
+	struct iw_send_wr wr = { .op = IW_WR_IMM, .imm = 1 };
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	const struct eu_ev *eb, *ea;
+	bool ok, up;
+	int rc;
+
+	cfg_default(&cfg);
+	up = ok = connect_pair(&p, &env, &cfg, false, false);
+	rc = ok ? iw_qp_post_send(p.a.qp, &wr) : 0;
+	report(rc == -EINVAL || bad("got %d", rc),
+	       "imm: off by default: posting Immediate Data is -EINVAL");
+	report(ok && imm_both_on(&p),
+	       "imm: on at both ends: it completes the next receive with "
+	       "its 8 octets (IW_WC_F_IMM, no length); a Send after it "
+	       "takes the one behind");
+	if (up)
+		eu_pair_fini(&p);
+	cfg_default(&cfg);
+	up = ok = connect_pair(&p, &env, &cfg, false, false);
+	if (ok) {
+		iw_qp_set_imm(p.a.qp, true);	/* the peer never said yes */
+		ok = imm_post(&p, nctx(), 42) &&
+		     (eu_run(LP, done_failed_imm, &p, 5000) ||
+		      bad("no error on both sides"));
+	}
+	eb = ok ? eu_fail_ev(&p.b) : NULL;
+	ea = ok ? eu_fail_ev(&p.a) : NULL;
+	if (ok && (!eb || eb->type != IW_CM_ERROR || eb->remote ||
+		   !eu_err_is(&eb->err, IW_LAYER_RDMAP,
+			      RDMAP_ETYPE_REMOTE_OP, RDMAP_ECODE_OPCODE) ||
+		   !ea || !ea->remote))
+		ok = bad("responder: %s %s", eb ? eu_ev_str(eb->type) : "-",
+			 eb ? eu_err_str(&eb->err) : "-");
+	report(ok, "imm: a peer that did not turn it on terminates with "
+	       "0/2/6 (unexpected opcode); the sender hears it");
+	if (up)
+		eu_pair_fini(&p);
 }
 
 /* ---- two threads, two engines, one word */
@@ -779,6 +883,7 @@ int main(void)
 	test_cases(false);
 	test_mixed();
 	test_peer_off();
+	test_imm();
 	test_threads();
 	rc = eu_env_close(&env);
 	report(rc == 0 || bad("eu_env_close: %d", rc),

@@ -44,7 +44,10 @@
 #define RMA_CAPS	(FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | \
 			 FI_REMOTE_WRITE)
 #define COMM_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
-#define ALL_CAPS	(MSG_CAPS | RMA_CAPS | COMM_CAPS)
+#define ALL_CAPS	(MSG_CAPS | RMA_CAPS | COMM_CAPS | FI_MULTI_RECV)
+/* MSG mode bits, each only when the hints offer it, with what goes
+ * with it: an 8-octet prefix; 4 octets of remote CQ data */
+#define MSG_MODES	(FI_MSG_PREFIX | FI_RX_CQ_DATA)
 #define BASIC_MAP	(FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
 #define NEVER_MR	(FI_MR_LOCAL | FI_MR_RAW | FI_MR_MMU_NOTIFY | \
 			 FI_MR_RMA_EVENT | FI_MR_ENDPOINT | FI_MR_HMEM | \
@@ -418,10 +421,12 @@ static const char *entry_attrs_ok(const struct fi_info *fi)
 	EXPECT(fi->ep_attr->protocol == FI_PROTO_IWARP);
 	EXPECT(fi->ep_attr->protocol_version == 1);
 	EXPECT(fi->ep_attr->max_msg_size == 0xffffffffULL);
-	EXPECT(fi->ep_attr->msg_prefix_size == 0);
+	EXPECT(fi->ep_attr->msg_prefix_size ==
+	       (fi->mode & FI_MSG_PREFIX ? 8 : 0));
 	EXPECT(fi->ep_attr->tx_ctx_cnt == 1 && fi->ep_attr->rx_ctx_cnt == 1);
-	EXPECT(fi->mode == 0 && fi->tx_attr->mode == 0 &&
-	       fi->rx_attr->mode == 0 && fi->domain_attr->mode == 0);
+	EXPECT(!(fi->mode & ~MSG_MODES) && fi->domain_attr->mode == 0);
+	EXPECT(fi->tx_attr->mode == (fi->mode & FI_MSG_PREFIX) &&
+	       fi->rx_attr->mode == fi->mode);
 	EXPECT(!(fi->tx_attr->msg_order & FI_ORDER_WAR));
 	EXPECT((fi->tx_attr->msg_order & OUR_ORDER) == OUR_ORDER);
 #if TEST_API_V2
@@ -433,7 +438,8 @@ static const char *entry_attrs_ok(const struct fi_info *fi)
 	EXPECT(fi->domain_attr->control_progress == FI_PROGRESS_MANUAL);
 	EXPECT(fi->domain_attr->data_progress == FI_PROGRESS_MANUAL);
 	EXPECT(fi->domain_attr->resource_mgmt != FI_RM_UNSPEC);
-	EXPECT(fi->domain_attr->cq_data_size == 0);
+	EXPECT(fi->domain_attr->cq_data_size ==
+	       (fi->mode & FI_RX_CQ_DATA ? 4 : 0));
 	EXPECT(fi->domain_attr->name && fi->fabric_attr->name);
 	return NULL;
 }
@@ -537,7 +543,9 @@ static const char *want_defaults(const struct fi_info *fi)
 	EXPECT(fi->tx_attr->caps == (FI_MSG | FI_SEND | FI_RMA | FI_READ |
 				     FI_WRITE));
 	EXPECT(fi->rx_attr->caps == (FI_MSG | FI_RECV | FI_RMA |
-				     FI_REMOTE_READ | FI_REMOTE_WRITE));
+				     FI_REMOTE_READ | FI_REMOTE_WRITE |
+				     FI_MULTI_RECV));
+	EXPECT(fi->domain_attr->cq_data_size == 0 && fi->mode == 0);
 	EXPECT(fi->domain_attr->mr_mode == (FI_MR_PROV_KEY |
 					    FI_MR_VIRT_ADDR));
 	EXPECT(fi->domain_attr->threading == FI_THREAD_SAFE);
@@ -577,7 +585,7 @@ static const char *want_all_lo(const struct fi_info *fi)
 
 static const char *want_no_rma(const struct fi_info *fi)
 {
-	EXPECT(fi->caps == (MSG_CAPS | COMM_CAPS));
+	EXPECT(fi->caps == (MSG_CAPS | COMM_CAPS | FI_MULTI_RECV));
 	EXPECT(fi->domain_attr->mr_mode == 0);
 	return want_all_lo(fi);
 }
@@ -585,7 +593,8 @@ static const char *want_no_rma(const struct fi_info *fi)
 static const char *want_fi_info_view(const struct fi_info *fi)
 {
 	EXPECT(fi->caps == ALL_CAPS);
-	EXPECT(fi->mode == 0);
+	/* FI_RX_CQ_DATA offered, but no cq_data_size asked: no CQ data */
+	EXPECT(fi->mode == FI_MSG_PREFIX);
 	EXPECT(fi->domain_attr->mr_mode == BASIC_MAP);
 	return NULL;
 }
@@ -648,9 +657,45 @@ static const char *want_virt_no_rma(const struct fi_info *fi)
 	return NULL;
 }
 
+static const char *want_multi_recv(const struct fi_info *fi)
+{
+	EXPECT(fi->caps == (MSG_CAPS | FI_MULTI_RECV));
+	EXPECT(fi->rx_attr->caps == (FI_MSG | FI_RECV | FI_MULTI_RECV));
+	EXPECT(fi->tx_attr->caps == (FI_MSG | FI_SEND));
+	EXPECT(fi->mode == 0);
+	return NULL;
+}
+
+static const char *want_multi_recv_flags(const struct fi_info *fi)
+{
+	EXPECT(fi->rx_attr->op_flags == FI_MULTI_RECV);
+	return want_multi_recv(fi);
+}
+
+static const char *want_msg_cq_data(const struct fi_info *fi)
+{
+	EXPECT(fi->domain_attr->cq_data_size == 4);
+	EXPECT(fi->mode == FI_RX_CQ_DATA);
+	EXPECT(fi->rx_attr->mode == FI_RX_CQ_DATA);
+	EXPECT(fi->ep_attr->msg_prefix_size == 0);
+	return NULL;
+}
+
+static const char *want_prefix(const struct fi_info *fi)
+{
+	EXPECT(fi->mode == FI_MSG_PREFIX);
+	EXPECT(fi->tx_attr->mode == FI_MSG_PREFIX &&
+	       fi->rx_attr->mode == FI_MSG_PREFIX);
+	EXPECT(fi->ep_attr->msg_prefix_size == 8);
+	EXPECT(fi->domain_attr->cq_data_size == 0);
+	return NULL;
+}
+
 static const char *want_pingpong(const struct fi_info *fi)
 {
-	EXPECT(fi->mode == 0);
+	/* it offers FI_MSG_PREFIX (and honours it): -k and plain alike */
+	EXPECT(fi->mode == FI_MSG_PREFIX);
+	EXPECT(fi->ep_attr->msg_prefix_size == 8);
 	EXPECT(!(fi->domain_attr->mr_mode & FI_MR_LOCAL));
 	EXPECT(fi->domain_attr->mr_mode == BASIC_MAP);
 	EXPECT(fi->caps == MSG_CAPS);
@@ -953,8 +998,9 @@ static const struct gi_case cases[] = {
 		 .tx_op_flags = FI_DELIVERY_COMPLETE,
 		 .av_type = FI_AV_MAP },
 	  .check = want_rdm_osc },
-	{ "caps FI_MSG|FI_MULTI_RECV -> ENODATA on MSG",
-	  .h = { .ep_type = FI_EP_MSG, .caps = FI_MSG | FI_MULTI_RECV }, .expect = -FI_ENODATA },
+	{ "caps FI_MSG|FI_MULTI_RECV on MSG: a receive-side cap",
+	  .h = { .ep_type = FI_EP_MSG, .caps = FI_MSG | FI_MULTI_RECV },
+	  .check = want_multi_recv },
 	{ "caps FI_MSG|FI_DIRECTED_RECV -> ENODATA",
 	  .h = { .ep_type = FI_EP_MSG, .caps = FI_MSG | FI_DIRECTED_RECV },
 	  .expect = -FI_ENODATA },
@@ -963,8 +1009,13 @@ static const struct gi_case cases[] = {
 	{ "caps FI_RMA|FI_RMA_EVENT -> ENODATA",
 	  .h = { .caps = FI_RMA | FI_RMA_EVENT, .mr_mode = FI_MR_PROV_KEY },
 	  .expect = -FI_ENODATA },
-	{ "rx caps FI_MSG|FI_MULTI_RECV -> ENODATA on MSG",
-	  .h = { .ep_type = FI_EP_MSG, .rx_caps = FI_MSG | FI_MULTI_RECV },
+	{ "rx caps FI_MSG|FI_MULTI_RECV on MSG",
+	  .h = { .ep_type = FI_EP_MSG, .caps = FI_MSG | FI_MULTI_RECV,
+		 .rx_caps = FI_MSG | FI_MULTI_RECV },
+	  .check = want_multi_recv },
+	{ "rx caps FI_MULTI_RECV beyond caps FI_MSG -> ENODATA",
+	  .h = { .ep_type = FI_EP_MSG, .caps = FI_MSG,
+		 .rx_caps = FI_MSG | FI_MULTI_RECV },
 	  .expect = -FI_ENODATA },
 
 	{ "fi_pingpong -e msg hints: mode 0, no FI_MR_LOCAL",
@@ -1056,8 +1107,10 @@ static const struct gi_case cases[] = {
 	  .check = want_delivery },
 	{ "tx op_flags FI_COMMIT_COMPLETE -> ENODATA",
 	  .h = { .tx_op_flags = FI_COMMIT_COMPLETE }, .expect = -FI_ENODATA },
-	{ "rx op_flags FI_MULTI_RECV -> ENODATA on MSG",
-	  .h = { .ep_type = FI_EP_MSG, .rx_op_flags = FI_MULTI_RECV }, .expect = -FI_ENODATA },
+	{ "rx op_flags FI_MULTI_RECV echoed on MSG (fi_multi_recv's hints)",
+	  .h = { .ep_type = FI_EP_MSG, .caps = FI_MSG | FI_MULTI_RECV,
+		 .mode = FI_CONTEXT, .rx_op_flags = FI_MULTI_RECV },
+	  .check = want_multi_recv_flags },
 	{ "msg_order FI_ORDER_SAS|FI_ORDER_RAW",
 	  .h = { .tx_order = FI_ORDER_SAS | FI_ORDER_RAW,
 		 .rx_order = FI_ORDER_SAS }, .check = want_order },
@@ -1091,8 +1144,19 @@ static const struct gi_case cases[] = {
 	{ "domain caps FI_SHARED_AV on RDM echoed",
 	  .h = { .ep_type = FI_EP_RDM, .domain_caps = FI_SHARED_AV },
 	  .check = want_shared_av },
-	{ "cq_data_size 4 -> ENODATA (no CQ data on MSG)",
+	{ "cq_data_size 4 without FI_RX_CQ_DATA -> ENODATA on MSG",
 	  .h = { .ep_type = FI_EP_MSG, .cq_data_size = 4 }, .expect = -FI_ENODATA },
+	{ "cq_data_size 4 + FI_RX_CQ_DATA on MSG (fi_cq_data's hints)",
+	  .h = { .ep_type = FI_EP_MSG, .caps = FI_MSG, .cq_data_size = 4,
+		 .mode = FI_CONTEXT | FI_RX_CQ_DATA },
+	  .check = want_msg_cq_data },
+	{ "cq_data_size 8 -> ENODATA on MSG (4 at most)",
+	  .h = { .ep_type = FI_EP_MSG, .cq_data_size = 8,
+		 .mode = FI_RX_CQ_DATA }, .expect = -FI_ENODATA },
+	{ "FI_MSG_PREFIX offered on MSG (fi_msg_pingpong -k)",
+	  .h = { .ep_type = FI_EP_MSG, .caps = FI_MSG,
+		 .mode = FI_CONTEXT | FI_MSG_PREFIX },
+	  .check = want_prefix },
 	{ "cq_cnt 1000 -> ENODATA", .h = { .cq_cnt = 1000 },
 	  .expect = -FI_ENODATA },
 	{ "mr_iov_limit 2 -> ENODATA", .h = { .mr_iov_limit = 2 },

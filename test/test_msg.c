@@ -1138,6 +1138,13 @@ static const struct msg_case cases[] = {
 	  false, 20 },
 	{ "peer killed mid-transfer", kill_client, kill_server, false, true,
 	  30 },
+	{ "remote CQ data both ways", cqdata_client, cqdata_server, false,
+	  false, 20 },
+	{ "remote CQ data asked by one side only", cqdata_half_client,
+	  cqdata_half_server, false, false, 20 },
+	{ "multi-receive buffer", multi_client, multi_server, false, false,
+	  20 },
+	{ "FI_MSG_PREFIX", prefix_client, prefix_server, false, false, 20 },
 };
 
 int main(int argc, char **argv)

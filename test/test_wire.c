@@ -970,7 +970,7 @@ static int bad_send_qn4(struct iw_err *err)
 
 static int bad_opcode_9(struct iw_err *err)
 {
-	/* RFC 7306 Immediate Data with SE: not carried here */
+	/* RFC 7306 Immediate Data with SE carries exactly 8 octets */
 	return rx_patched(err, "send_pad3", 3, 0x03 ^ 0x09, true);
 }
 
@@ -1170,16 +1170,18 @@ static void test_err_names(void)
 	       !strcmp(iw_err_str(9, 9, 9), "unknown iWARP error"),
 	       "error triples have RFC names");
 	tap_ok(!strcmp(rdmap_opcode_str(6), "Send with SE and Invalidate") &&
-	       !strcmp(rdmap_opcode_str(9), "reserved") &&
+	       !strcmp(rdmap_opcode_str(12), "reserved") &&
 	       rdmap_hdr_len(RDMAP_READ_REQ) == 46 &&
 	       rdmap_hdr_len(RDMAP_WRITE) == 14 && rdmap_hdr_len(12) == 0,
 	       "opcode table: names and header sizes");
 	tap_ok(!strcmp(rdmap_opcode_str(10), "Atomic Request") &&
 	       !strcmp(rdmap_opcode_str(11), "Atomic Response") &&
-	       !strcmp(rdmap_opcode_str(8), "reserved") &&
+	       !strcmp(rdmap_opcode_str(8), "Immediate Data") &&
+	       !strcmp(rdmap_opcode_str(9), "Immediate Data with SE") &&
 	       rdmap_hdr_len(RDMAP_ATOMIC_REQ) == 70 &&
-	       rdmap_hdr_len(RDMAP_ATOMIC_RESP) == 30 && rdmap_hdr_len(8) == 0,
-	       "opcode table: RFC 7306 atomics, Immediate Data reserved");
+	       rdmap_hdr_len(RDMAP_ATOMIC_RESP) == 30 &&
+	       rdmap_hdr_len(RDMAP_IMM) == 26 && rdmap_hdr_len(RDMAP_IMM_SE) == 26,
+	       "opcode table: RFC 7306 atomics and Immediate Data");
 }
 
 /* Atomic header codecs beyond the golden round trips. */
@@ -1218,9 +1220,9 @@ static void test_atomic_codec(void)
 	tap_ok(rdmap_areq_build(buf, 51, &a) == -ENOSPC &&
 	       rdmap_aresp_build(buf, 11, &r) == -ENOSPC,
 	       "atomic builders: short buffer -> -ENOSPC");
-	h.opcode = 9;
+	h.opcode = 12;
 	tap_ok(ddp_hdr_build(buf, sizeof(buf), &h) == -EINVAL,
-	       "DDP header build refuses reserved opcode 9");
+	       "DDP header build refuses reserved opcode 12");
 }
 
 int main(void)

@@ -111,6 +111,8 @@ enum iw_wr_opcode {
 	IW_WR_READ,
 	IW_WR_ATOMIC_FADD,	/* RFC 7306 FetchAdd */
 	IW_WR_ATOMIC_CSWAP,	/* RFC 7306 CmpSwap */
+	IW_WR_IMM,		/* RFC 7306 Immediate Data: imm, no payload */
+	IW_WR_IMM_SE,		/* ... with Solicited Event */
 };
 
 enum {
@@ -142,6 +144,7 @@ struct iw_send_wr {
 	uint64_t rto;
 	uint64_t add_swap, add_swap_mask;	/* atomics */
 	uint64_t compare, compare_mask;		/* CmpSwap */
+	uint64_t imm;			/* Immediate Data (iw_qp_set_imm) */
 };
 
 struct iw_recv_wr {
@@ -170,6 +173,7 @@ enum iw_wc_status {
 enum {
 	IW_WC_F_SE = 1 << 0,	/* Send with Solicited Event */
 	IW_WC_F_INV = 1 << 1,	/* Send with Invalidate: inv_stag valid */
+	IW_WC_F_IMM = 1 << 2,	/* RFC 7306 Immediate Data: imm valid */
 };
 
 /*
@@ -185,6 +189,7 @@ struct iw_wc {
 	uint32_t byte_len;	/* received or transferred octets */
 	uint32_t inv_stag;
 	unsigned int flags;	/* IW_WC_F_* */
+	uint64_t imm;		/* IW_WC_F_IMM */
 };
 
 /* ---- connection setup parameters (RFC 5044 §7, RFC 6581) */
@@ -296,6 +301,15 @@ struct iw_qp_ops {
 	 */
 	int (*place)(void *arg, struct iw_qp *qp, const struct iw_place *p,
 		     struct iw_sge *dst, void **ctx);
+	/*
+	 * RFC 7306 Immediate Data arrived and checked (iw_qp_set_imm on):
+	 * return 1 to have it complete the next posted receive (IW_WC_RECV,
+	 * IW_WC_F_IMM, byte_len 0), 0 when the layer above keeps the value
+	 * (no receive is used), negative to refuse it (the stream ends with
+	 * RDMAP/2/0xFF). NULL: always 1, as RFC 7306 has it.
+	 */
+	int (*imm)(void *arg, struct iw_qp *qp, uint64_t data,
+		   unsigned int flags);
 };
 
 struct iw_qp_attr {
@@ -330,6 +344,10 @@ int iw_qp_abort(struct iw_qp *qp);
  * (an atomic while atomics are off, too). */
 int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr);
 int iw_qp_post_recv(struct iw_qp *qp, const struct iw_recv_wr *wr);
+/* Posts at the head of the QP's own receive queue, before what is
+ * posted already (the rest of a buffer that takes several messages);
+ * -EINVAL with an SRQ. */
+int iw_qp_post_recv_first(struct iw_qp *qp, const struct iw_recv_wr *wr);
 /* Removes a posted receive that no Send has begun to fill; its
  * completion (IW_WC_FLUSHED) runs now. -ENOENT if there is none. */
 int iw_qp_cancel_recv(struct iw_qp *qp, void *ctx);
@@ -341,6 +359,16 @@ int iw_qp_cancel_recv(struct iw_qp *qp, void *ctx);
  * Atomics count against ORD and the peer's IRD like Reads.
  */
 int iw_qp_set_atomics(struct iw_qp *qp, bool on);
+/*
+ * RFC 7306 Immediate Data, off by default for the same reason: while
+ * off, posting it is -EINVAL and the peer's ends the stream with a
+ * Terminate (RDMAP/2/6). It takes an MSN of queue 0 like a Send. With
+ * wait_for_recv it waits, like a Send, until a receive is posted.
+ */
+int iw_qp_set_imm(struct iw_qp *qp, bool on);
+/* Send queue entries free now: a layer posting several work requests
+ * that must go together checks first. */
+uint32_t iw_qp_sq_free(const struct iw_qp *qp);
 /*
  * While closed, the peer may send one Send message (its proof of a job
  * key) and the zero-length RTR; no STag is valid for it, and anything

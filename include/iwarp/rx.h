@@ -26,6 +26,7 @@ struct iw_rx_seg {
 	struct rdmap_term term;	/* RDMAP_TERMINATE */
 	struct rdmap_areq areq;	/* RDMAP_ATOMIC_REQ */
 	struct rdmap_aresp aresp;	/* RDMAP_ATOMIC_RESP */
+	uint64_t imm;		/* RDMAP_IMM, RDMAP_IMM_SE */
 	const uint8_t *raw;	/* DDP header onwards, as received */
 	size_t raw_len;
 };

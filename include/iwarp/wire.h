@@ -270,7 +270,7 @@ ssize_t mpa_marker_strip(uint8_t *out, size_t cap, const uint8_t *in,
 			 size_t len, uint64_t pos, struct iw_err *err);
 
 /* ---- DDP and RDMAP headers (RFC 5041 §4, RFC 5040 §4, App. A,
- * RFC 7306 atomics) */
+ * RFC 7306 atomics and Immediate Data) */
 
 #define DDP_CTRL_T 0x8000
 #define DDP_CTRL_L 0x4000
@@ -292,6 +292,7 @@ static inline size_t ddp_hdr_size(uint8_t ctrl)
 #define RDMAP_RREQ_LEN 28
 #define RDMAP_AREQ_LEN 52	/* RFC 7306 Atomic Request header */
 #define RDMAP_ARESP_LEN 12	/* RFC 7306 Atomic Response header */
+#define RDMAP_IMM_LEN 8		/* RFC 7306 Immediate Data */
 #define RDMAP_TERM_CTRL_LEN 4
 #define RDMAP_TERM_MAX (RDMAP_TERM_CTRL_LEN + 2 + DDP_UNTAGGED_HDR + \
 			RDMAP_RREQ_LEN)
@@ -305,7 +306,9 @@ enum rdmap_opcode {
 	RDMAP_SEND_SE = 5,
 	RDMAP_SEND_SE_INV = 6,
 	RDMAP_TERMINATE = 7,
-	/* RFC 7306; 8 and 9 (Immediate Data) stay reserved here */
+	/* RFC 7306 */
+	RDMAP_IMM = 0x8,
+	RDMAP_IMM_SE = 0x9,
 	RDMAP_ATOMIC_REQ = 0xa,
 	RDMAP_ATOMIC_RESP = 0xb,
 	RDMAP_OPCODE_MAX = 0xb,
@@ -392,6 +395,13 @@ int rdmap_aresp_parse(const uint8_t *p, size_t len, struct rdmap_aresp *r,
 		      struct iw_err *err);
 ssize_t rdmap_aresp_build(uint8_t *buf, size_t cap,
 			  const struct rdmap_aresp *r);
+
+/* RFC 7306 Immediate Data (with or without SE): an untagged message on
+ * queue 0 whose whole payload is 8 octets of ULP data. A wrong length
+ * is RDMAP/2/6. */
+int rdmap_imm_parse(const uint8_t *p, size_t len, uint64_t *data,
+		    struct iw_err *err);
+ssize_t rdmap_imm_build(uint8_t *buf, size_t cap, uint64_t data);
 
 #define RDMAP_TERM_M 0x4
 #define RDMAP_TERM_D 0x2

@@ -38,10 +38,14 @@
 #define IWARP_RMA_CAPS	(FI_RMA | IWARP_RMA_DIR)
 #define IWARP_COMM_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define IWARP_CAPS	(FI_MSG | IWARP_MSG_DIR | IWARP_RMA_CAPS | \
-			 IWARP_COMM_CAPS)
+			 FI_MULTI_RECV | IWARP_COMM_CAPS)
 #define IWARP_TX_CAPS	(FI_MSG | FI_SEND | FI_RMA | FI_READ | FI_WRITE)
 #define IWARP_RX_CAPS	(FI_MSG | FI_RECV | FI_RMA | FI_REMOTE_READ | \
-			 FI_REMOTE_WRITE)
+			 FI_REMOTE_WRITE | FI_MULTI_RECV)
+/* MSG: remote CQ data as RFC 7306 Immediate Data (msg/msg.h), offered
+ * only to hints that ask for it; the prefix an FI_MSG_PREFIX app gives */
+#define IWARP_MSG_CQ_DATA 4
+#define IWARP_MSG_PREFIX_SIZE 8
 
 /* RDM: tagged and untagged messages, matched by source if asked, RMA
  * and atomics, named AVs shared between processes, triggered ops */
@@ -216,7 +220,7 @@ static void iwarp_defaults_domain(struct fi_domain_attr *d)
 	d->resource_mgmt = FI_RM_ENABLED;
 	d->av_type = FI_AV_UNSPEC;
 	d->mr_key_size = IWARP_MR_KEY_SIZE;
-	d->cq_data_size = 0;	/* no immediate data on MSG */
+	d->cq_data_size = 0;	/* MSG: only when asked (iwarp_narrow) */
 	d->cq_cnt = IWARP_CQ_CNT;
 	d->ep_cnt = IWARP_EP_CNT;
 	d->tx_ctx_cnt = IWARP_EP_CNT;
@@ -448,7 +452,7 @@ static bool iwarp_rx_hints_ok(const struct fi_rx_attr *h,
 }
 
 static const struct iwarp_limit iwarp_domain_limits[] = {
-	/* MSG has no remote CQ data: any cq_data_size fails */
+	/* MSG: up to IWARP_MSG_CQ_DATA (iwarp_narrow_msg) */
 	IWARP_LIMIT(struct fi_domain_attr, cq_data_size),
 	IWARP_LIMIT(struct fi_domain_attr, cq_cnt),
 	IWARP_LIMIT(struct fi_domain_attr, ep_cnt),
@@ -782,6 +786,28 @@ static int iwarp_narrow_keys(struct fi_info *fi, const struct fi_info *hints)
 	return ret;
 }
 
+/*
+ * MSG remote CQ data, only for hints that ask: it takes a receive at
+ * the target even for a Write (FI_RX_CQ_DATA), and an endpoint offering
+ * it puts an ext block in its MPA private data.
+ */
+static bool iwarp_narrow_cq_data(struct fi_info *fi,
+				 const struct fi_info *hints)
+{
+	size_t want = hints->domain_attr ? hints->domain_attr->cq_data_size :
+					   0;
+
+	fi->domain_attr->cq_data_size = want ? IWARP_MSG_CQ_DATA : 0;
+	if (!want)
+		return true;
+	if (!(hints->mode & FI_RX_CQ_DATA))
+		return iwarp_reject("cq_data_size %zu on MSG needs mode "
+				    "FI_RX_CQ_DATA\n", want);
+	fi->mode |= FI_RX_CQ_DATA;
+	fi->rx_attr->mode |= FI_RX_CQ_DATA;
+	return true;
+}
+
 /* FI_MSG_PREFIX offered in the mode bits, on every side that has some */
 static bool iwarp_prefix_offered(const struct fi_info *h)
 {
@@ -795,27 +821,36 @@ static bool iwarp_prefix_offered(const struct fi_info *h)
 }
 
 /*
- * DGRAM takes the prefix whenever the application offers it: buffers
- * then start with IWARP_DGRAM_HDR_MAX octets that carry nothing, which
- * costs the application nothing it did not agree to, and fabtests' -k
- * insists on getting the mode it offered.
+ * MSG and DGRAM take the prefix whenever the application offers it:
+ * buffers then start with octets that carry nothing, which costs the
+ * application nothing it did not agree to, and fabtests' -k insists on
+ * getting the mode it offered.
  */
 static void iwarp_narrow_prefix(struct fi_info *fi,
 				const struct fi_info *hints)
 {
-	if (fi->ep_attr->type != FI_EP_DGRAM || !iwarp_prefix_offered(hints))
+	enum fi_ep_type type = fi->ep_attr->type;
+
+	if (type == FI_EP_RDM || !iwarp_prefix_offered(hints))
 		return;
 	fi->mode |= FI_MSG_PREFIX;
 	fi->tx_attr->mode |= FI_MSG_PREFIX;
 	fi->rx_attr->mode |= FI_MSG_PREFIX;
-	fi->ep_attr->msg_prefix_size = IWARP_DGRAM_HDR_MAX;
+	fi->ep_attr->msg_prefix_size = type == FI_EP_DGRAM ?
+				       IWARP_DGRAM_HDR_MAX :
+				       IWARP_MSG_PREFIX_SIZE;
 }
 
 static int iwarp_narrow(struct fi_info *fi, uint32_t version,
 			const struct fi_info *hints)
 {
+	bool msg = fi->ep_attr->type == FI_EP_MSG;
+
+	if (msg)	/* the ceiling hints are checked against */
+		fi->domain_attr->cq_data_size = IWARP_MSG_CQ_DATA;
 	if (!iwarp_hints_ok(hints, fi) || !iwarp_narrow_caps(fi, hints) ||
-	    !iwarp_narrow_mr(fi, version, hints))
+	    !iwarp_narrow_mr(fi, version, hints) ||
+	    (msg && !iwarp_narrow_cq_data(fi, hints)))
 		return -FI_ENODATA;
 	iwarp_narrow_attrs(fi, hints);
 	iwarp_narrow_prefix(fi, hints);

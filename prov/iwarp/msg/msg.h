@@ -21,6 +21,10 @@ struct iwarp_op {
 	int pending;			/* engine work requests still out */
 	int status;			/* first failure (enum iw_wc_status) */
 	bool internal;			/* the job key's own Send or receive */
+	/* FI_MULTI_RECV: the user's buffer; the engine receive covers
+	 * [buf + off, buf + size) and is posted again after each message */
+	uint8_t *mbuf;
+	size_t moff, msize;
 	struct iw_err err;
 	struct iwarp_op *next;		/* free list */
 };
@@ -34,6 +38,32 @@ enum iwarp_ep_state {
 };
 
 struct iwarp_connreq;
+
+/*
+ * Provider extensions, offered in an ext block at the head of the MPA
+ * private data (before any auth block) and on only when both sides put
+ * one there; a peer that is not this provider (Linux siw) never sends
+ * one, so it is never sent what it does not know:
+ *
+ *	0 magic "IWXF"  4 version(8)  5 flags(8)  6 reserved(16)
+ *
+ * IWARP_EXT_IMM: remote CQ data as RFC 7306 Immediate Data. Its 8
+ * octets (big-endian) are a kind word and the 32-bit CQ data: kind
+ * IWARP_IMM_SEND goes just before the Send it belongs to and uses no
+ * receive; kind IWARP_IMM_WRITE follows an RDMA Write and completes a
+ * receive of its own (FI_RX_CQ_DATA).
+ */
+#define IWARP_EXT_PD_LEN	8
+#define IWARP_EXT_VERSION	1
+#define IWARP_EXT_IMM		0x01
+#define IWARP_IMM_WRITE		0u
+#define IWARP_IMM_SEND		1u
+#define IWARP_MSG_CQ_DATA	4	/* cq_data_size when offered */
+
+/* The ext block of flags at p (IWARP_EXT_PD_LEN octets). */
+void iwarp_ext_put(uint8_t *p, uint8_t flags);
+/* A leading ext block's flags, stripped from pd/len; 0 when none. */
+uint8_t iwarp_ext_get(const uint8_t **pd, uint16_t *len);
 
 /*
  * A keyed endpoint's handshake (iwarp_auth.h). Its receive is the first
@@ -68,6 +98,11 @@ struct iwarp_ep {
 	union iwarp_sockaddr src;	/* fi_setname / info->src_addr */
 	struct iwarp_ep_auth *auth;	/* NULL without a job key */
 	bool tx_hold;			/* auth->hold, in the data path */
+	bool imm_offer;			/* the app asked for remote CQ data */
+	bool imm_on;			/* ... and the peer said yes */
+	bool imm_next;			/* imm_data is for the next Send */
+	uint32_t imm_data;
+	size_t prefix;			/* FI_MSG_PREFIX octets, or 0 */
 };
 
 static inline struct iwarp_ep *iwarp_ep_of(struct fid *fid)
@@ -96,6 +131,10 @@ static inline void iwarp_op_put(struct iwarp_ep *ep, struct iwarp_op *op)
 extern struct fi_ops_msg iwarp_msg_ops;
 extern struct fi_ops_rma iwarp_rma_ops;
 void iwarp_ep_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc);
+
+/* msg_data.c: the peer's Immediate Data (iw_qp_ops.imm). */
+int iwarp_ep_imm(void *arg, struct iw_qp *qp, uint64_t data,
+		 unsigned int flags);
 
 /* msg_cm.c: fi_ops_cm and the engine callbacks of the endpoint's QP. */
 extern struct fi_ops_cm iwarp_ep_cm_ops;
@@ -151,6 +190,7 @@ struct iwarp_connreq {
 	struct iwarp_pep *pep;
 	struct iw_conn_req *req;	/* NULL once the engine dropped it */
 	bool authed;			/* carried an auth block: nonce_i */
+	uint8_t ext;			/* its ext block's flags */
 	uint8_t nonce_i[IWARP_AUTH_NONCE_LEN];
 };
 

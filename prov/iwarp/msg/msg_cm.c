@@ -10,6 +10,52 @@
 #include <stdio.h>
 #include <string.h>
 
+/* ---- the ext block (msg.h) */
+
+static const uint8_t iwarp_ext_magic[4] = { 'I', 'W', 'X', 'F' };
+
+void iwarp_ext_put(uint8_t *p, uint8_t flags)
+{
+	memcpy(p, iwarp_ext_magic, sizeof(iwarp_ext_magic));
+	p[4] = IWARP_EXT_VERSION;
+	p[5] = flags;
+	p[6] = p[7] = 0;
+}
+
+/* Later versions keep the layout: unknown flag bits are not ours. */
+uint8_t iwarp_ext_get(const uint8_t **pd, uint16_t *len)
+{
+	const uint8_t *p = *pd;
+
+	if (*len < IWARP_EXT_PD_LEN ||
+	    memcmp(p, iwarp_ext_magic, sizeof(iwarp_ext_magic)) || !p[4])
+		return 0;
+	*pd += IWARP_EXT_PD_LEN;
+	*len -= IWARP_EXT_PD_LEN;
+	return p[5] & IWARP_EXT_IMM;
+}
+
+/* Lock held: remote CQ data goes on once both sides offered it. */
+static void iwarp_ep_imm_set(struct iwarp_ep *ep, struct iw_qp *qp,
+			     uint8_t peer)
+{
+	ep->imm_on = ep->imm_offer && (peer & IWARP_EXT_IMM);
+	iw_qp_set_imm(qp, ep->imm_on);
+	if (ep->imm_offer)
+		FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
+			"%s: remote CQ data as RFC 7306 Immediate Data: %s\n",
+			iw_qp_label(qp), ep->imm_on ? "on" :
+			"off (the peer did not offer it)");
+}
+
+/* Initiator: the Reply's ext block, stripped from what the user and
+ * the auth check see. */
+static void iwarp_ep_reply_ext(struct iwarp_ep *ep, struct iw_qp *qp,
+			       struct iw_cm_event *ev)
+{
+	iwarp_ep_imm_set(ep, qp, iwarp_ext_get(&ev->pdata, &ev->pdata_len));
+}
+
 /* ---- CM events from the engine */
 
 /* The connection ended: both sides hear of it, the one that called
@@ -44,16 +90,20 @@ static void iwarp_ep_cm_closed(struct iwarp_ep *ep, struct iw_qp *qp,
 }
 
 static void iwarp_ep_cm_event(void *arg, struct iw_qp *qp,
-			      const struct iw_cm_event *ev)
+			      const struct iw_cm_event *cm_ev)
 {
 	struct iwarp_ep *ep = arg;
 	bool connected = ep->state == IWARP_EP_CONNECTED;
+	struct iw_cm_event copy = *cm_ev;
+	const struct iw_cm_event *ev = &copy;
 
 	if (ep->auth && ep->auth->refused)
 		return;		/* FI_ECONNREFUSED said it all */
 	switch (ev->type) {
 	case IW_CM_ESTABLISHED:
 		iwarp_log_connected("MSG", iw_qp_label(qp), ev);
+		if (!ep->state_passive)
+			iwarp_ep_reply_ext(ep, qp, &copy);
 		if (ep->auth) {
 			iwarp_ep_auth_established(ep, qp, ev);
 			break;
@@ -84,6 +134,7 @@ static void iwarp_ep_cm_event(void *arg, struct iw_qp *qp,
 const struct iw_qp_ops iwarp_ep_qp_ops = {
 	.cm_event = iwarp_ep_cm_event,
 	.complete = iwarp_ep_complete,
+	.imm = iwarp_ep_imm,
 };
 
 /* ---- connect, accept, shutdown */
@@ -109,6 +160,8 @@ static bool iwarp_ep_cm_data_bad(struct iwarp_ep *ep, const char *call,
 {
 	size_t max = ep->base.type->cm_data_max;
 
+	if (ep->imm_offer)
+		max -= IWARP_EXT_PD_LEN;
 	if (paramlen <= max && (!paramlen || param))
 		return false;
 	FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
@@ -118,18 +171,25 @@ static bool iwarp_ep_cm_data_bad(struct iwarp_ep *ep, const char *call,
 	return true;
 }
 
-/* The private data to send: the user's, after our auth block if keyed.
- * Its length, or a negative error. */
+/* The private data to send: the user's, after our auth block if keyed,
+ * after our ext block if `ext`. Its length, or a negative error. */
 static int iwarp_ep_pdata(struct iwarp_ep *ep, const uint8_t *nonce_i,
-			  uint8_t *buf, const void **param, size_t len)
+			  bool ext, uint8_t *buf, const void **param,
+			  size_t len)
 {
-	int ret;
+	size_t off = ext ? IWARP_EXT_PD_LEN : 0;
+	int ret = (int)len;
 
-	if (!ep->auth)
-		return (int)len;
-	ret = iwarp_ep_auth_pdata(ep, nonce_i, buf, *param, len);
+	if (ext)
+		iwarp_ext_put(buf, IWARP_EXT_IMM);
+	if (ep->auth)
+		ret = iwarp_ep_auth_pdata(ep, nonce_i, buf + off, *param, len);
+	else if (ext && len)
+		memcpy(buf + off, *param, len);
+	if (ret < 0 || (!ext && !ep->auth))
+		return ret;
 	*param = buf;
-	return ret;
+	return ret + (int)off;
 }
 
 static int iwarp_ep_connect(struct fid_ep *ep_fid, const void *addr,
@@ -147,7 +207,7 @@ static int iwarp_ep_connect(struct fid_ep *ep_fid, const void *addr,
 		return -FI_EOPBADSTATE;
 	if (ep->state != IWARP_EP_IDLE)
 		return -FI_EISCONN;
-	ret = iwarp_ep_pdata(ep, NULL, pd, &param, paramlen);
+	ret = iwarp_ep_pdata(ep, NULL, ep->imm_offer, pd, &param, paramlen);
 	if (ret < 0)
 		return ret;
 	iwarp_ep_conn_param(&p, param, (size_t)ret);
@@ -189,10 +249,14 @@ static int iwarp_ep_accept_locked(struct iwarp_ep *ep, const void *param,
 		ret = iwarp_ep_accept_unauthed(ep);
 		cr->req = NULL;
 	} else {
-		ret = iwarp_ep_pdata(ep, cr->nonce_i, pd, &param, len);
+		/* an ext block only in answer to one */
+		ret = iwarp_ep_pdata(ep, cr->nonce_i,
+				     ep->imm_offer && (cr->ext & IWARP_EXT_IMM),
+				     pd, &param, len);
 		if (ret < 0) {
 			iw_reject(cr->req, NULL, 0);
 		} else {
+			iwarp_ep_imm_set(ep, ep->qp, cr->ext);
 			iwarp_ep_conn_param(&p, param, (size_t)ret);
 			ret = iw_accept(cr->req, ep->qp, &p);
 		}

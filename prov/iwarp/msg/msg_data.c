@@ -30,19 +30,56 @@ static void iwarp_op_log_err(struct iw_qp *qp, const struct iwarp_op *op)
 					 op->err.ecode) : "no error triple");
 }
 
+/* What a completion reports: the op's own, or a receive's data. */
+struct iwarp_done {
+	uint64_t flags;
+	size_t len;
+	void *buf;
+	uint64_t data;
+};
+
+/*
+ * A receive that succeeded: the peer's Immediate Data either was an
+ * RDMA Write's remote CQ data (it completed this receive on its own) or
+ * came just before the Send that filled it.
+ */
+static void iwarp_rx_done(struct iwarp_ep *ep, const struct iwarp_op *op,
+			  const struct iw_wc *wc, struct iwarp_done *d)
+{
+	d->flags = op->flags;
+	d->len = wc->byte_len + (op->mbuf ? 0 : ep->prefix);
+	d->buf = op->mbuf ? op->mbuf + op->moff : NULL;
+	d->data = 0;
+	if (wc->flags & IW_WC_F_IMM) {
+		d->flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
+		d->len = 0;
+		d->buf = NULL;
+		d->data = (uint32_t)wc->imm;
+	} else if (ep->imm_next) {
+		d->flags |= FI_REMOTE_CQ_DATA;
+		d->data = ep->imm_data;
+		ep->imm_next = false;
+	}
+}
+
 static void iwarp_op_report(struct iwarp_ep *ep, struct iw_qp *qp,
-			    struct iwarp_op *op, const struct iw_wc *wc)
+			    struct iwarp_op *op, const struct iw_wc *wc,
+			    uint64_t extra)
 {
 	struct iwarp_ep_base *b = &ep->base;
 	struct iwarp_cq *cq = op->flags & FI_RECV ? b->rx_cq : b->tx_cq;
 	struct iwarp_cntr *cntr = iwarp_ep_base_cntr(b, op->flags);
-	size_t len = op->flags & FI_RECV ? wc->byte_len : op->len;
+	struct iwarp_done d = { op->flags | extra, op->len, NULL, 0 };
 	int err, prov;
 
 	if (op->status == IW_WC_SUCCESS) {
+		if (op->flags & FI_RECV) {
+			iwarp_rx_done(ep, op, wc, &d);
+			d.flags |= extra;
+		}
 		if (op->cq)
-			iwarp_cq_write(cq, op->context, op->flags, len, NULL,
-				       0, 0, FI_ADDR_NOTAVAIL);
+			iwarp_cq_write(cq, op->context, d.flags, d.len, d.buf,
+				       d.data, 0, FI_ADDR_NOTAVAIL);
 		if (cntr)
 			iwarp_cntr_inc(cntr);
 		return;
@@ -55,13 +92,57 @@ static void iwarp_op_report(struct iwarp_ep *ep, struct iw_qp *qp,
 	    op->err.ecode == DDP_ECODE_UT_TOO_LONG && (op->flags & FI_RECV))
 		err = FI_ETRUNC;
 	prov = iwarp_prov_errno_of(&op->err);
-	iwarp_cq_write_err(cq, op->context, op->flags, len, NULL, 0, 0, err,
+	if (op->flags & FI_RECV)
+		d.len = wc->byte_len;
+	iwarp_cq_write_err(cq, op->context, d.flags, d.len, NULL, 0, 0, err,
 			   prov, NULL, 0, 0);
 	if (cntr)
 		iwarp_cntr_inc_err(cntr);
 }
 
-/* Engine callback: an op may span two work requests (delivery). */
+/* Posts what is left of a multi-receive buffer ahead of later
+ * receives: it stays the first to fill, as if never taken down. */
+static int iwarp_multi_repost(struct iwarp_ep *ep, struct iw_qp *qp,
+			      struct iwarp_op *op)
+{
+	struct iw_sge sge = { op->mbuf + op->moff,
+			      (uint32_t)(op->msize - op->moff) };
+	struct iw_recv_wr wr = { .ctx = op, .sgl = &sge, .num_sge = 1 };
+
+	op->pending = 1;
+	return iw_qp_post_recv_first(qp, &wr);
+}
+
+/* A message landed in a multi-receive buffer: report it, and release
+ * the buffer (FI_MULTI_RECV) once less than the minimum is left. */
+static void iwarp_multi_complete(struct iwarp_ep *ep, struct iw_qp *qp,
+				 struct iwarp_op *op, const struct iw_wc *wc)
+{
+	size_t used = wc->flags & IW_WC_F_IMM ? 0 : wc->byte_len;
+	bool keep = op->status == IW_WC_SUCCESS &&
+		    op->msize - op->moff - used >= ep->base.min_multi_recv &&
+		    op->msize - op->moff - used > 0;
+
+	if (keep) {
+		iwarp_op_report(ep, qp, op, wc, 0);
+		op->moff += used;
+		if (!iwarp_multi_repost(ep, qp, op))
+			return;
+		/* the rest could not be posted: released, empty */
+		op->status = IW_WC_SUCCESS;
+		op->flags = FI_MULTI_RECV;
+		if (op->cq)
+			iwarp_cq_write(ep->base.rx_cq, op->context,
+				       FI_MULTI_RECV, 0, NULL, 0, 0,
+				       FI_ADDR_NOTAVAIL);
+	} else {
+		iwarp_op_report(ep, qp, op, wc, FI_MULTI_RECV);
+	}
+	iwarp_op_put(ep, op);
+}
+
+/* Engine callback: an op may span several work requests (remote CQ
+ * data, delivery). */
 void iwarp_ep_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc)
 {
 	struct iwarp_ep *ep = arg;
@@ -77,8 +158,34 @@ void iwarp_ep_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc)
 	}
 	if (--op->pending)
 		return;
-	iwarp_op_report(ep, qp, op, wc);
+	if (op->mbuf) {
+		iwarp_multi_complete(ep, qp, op, wc);
+		return;
+	}
+	iwarp_op_report(ep, qp, op, wc, 0);
 	iwarp_op_put(ep, op);
+}
+
+/* Engine callback (lock held): the peer's Immediate Data, by kind
+ * (msg.h). Anything out of that order ends the stream. */
+int iwarp_ep_imm(void *arg, struct iw_qp *qp, uint64_t data,
+		 unsigned int flags)
+{
+	struct iwarp_ep *ep = arg;
+	uint32_t kind = (uint32_t)(data >> 32);
+
+	if (!ep->imm_next && kind == IWARP_IMM_WRITE)
+		return 1;
+	if (!ep->imm_next && kind == IWARP_IMM_SEND) {
+		ep->imm_next = true;
+		ep->imm_data = (uint32_t)data;
+		return 0;
+	}
+	FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
+		"%s: Immediate Data %#llx refused: %s\n", iw_qp_label(qp),
+		(unsigned long long)data, ep->imm_next ?
+		"a Send was due" : "unknown kind");
+	return -1;
 }
 
 struct iwarp_tx {
@@ -90,6 +197,7 @@ struct iwarp_tx {
 	void *context;
 	uint64_t flags;		/* op flags */
 	uint64_t cqflags;
+	uint64_t data;		/* FI_REMOTE_CQ_DATA */
 };
 
 static int iwarp_sgl(const struct iovec *iov, size_t count,
@@ -110,13 +218,35 @@ static int iwarp_sgl(const struct iovec *iov, size_t count,
 	return *len > UINT32_MAX ? -FI_EMSGSIZE : 0;
 }
 
-/* Posts the engine work request(s) of one transmit op; lock held. */
-static int iwarp_tx_post(struct iwarp_ep *ep, const struct iwarp_tx *t,
-			 struct iwarp_op *op, const struct iw_sge *sgl)
+/* The Immediate Data carrying an op's remote CQ data (msg.h). */
+static struct iw_send_wr iwarp_imm_wr(const struct iwarp_tx *t,
+				      struct iwarp_op *op)
+{
+	uint64_t kind = t->op == IW_WR_SEND ? IWARP_IMM_SEND :
+					      IWARP_IMM_WRITE;
+	struct iw_send_wr wr = {
+		.ctx = op,
+		.op = IW_WR_IMM,
+		.flags = IW_WR_SIGNALED,
+		.imm = kind << 32 | (uint32_t)t->data,
+	};
+
+	return wr;
+}
+
+/*
+ * The engine work requests of one transmit op, in posting order: the
+ * Immediate Data of a Send goes before it, that of a Write after it;
+ * FI_TRANSMIT_COMPLETE and FI_DELIVERY_COMPLETE add the zero-length
+ * Read last. All but the last say more follows (one TCP segment).
+ */
+static int iwarp_tx_wrs(const struct iwarp_tx *t, struct iwarp_op *op,
+			const struct iw_sge *sgl, struct iw_send_wr *wr)
 {
 	bool delivery = (t->flags & IWARP_DELIVERY) &&
 			!(t->flags & FI_INJECT) && t->op != IW_WR_READ;
-	struct iw_send_wr wr = {
+	bool imm = t->flags & FI_REMOTE_CQ_DATA;
+	struct iw_send_wr main = {
 		.ctx = op,
 		.op = t->op,
 		.flags = IW_WR_SIGNALED,
@@ -125,29 +255,73 @@ static int iwarp_tx_post(struct iwarp_ep *ep, const struct iwarp_tx *t,
 		.rstag = (uint32_t)t->key,
 		.rto = t->raddr,
 	};
-	struct iw_send_wr fence = {
-		.ctx = op,
-		.op = IW_WR_READ,
-		.flags = IW_WR_SIGNALED,
-	};
-	int ret;
+	int i, n = 0;
 
 	if (t->flags & FI_INJECT)
-		wr.flags |= IW_WR_INLINE;
+		main.flags |= IW_WR_INLINE;
 	if (t->flags & FI_FENCE)
-		wr.flags |= IW_WR_FENCE;
-	op->pending = delivery ? 2 : 1;
-	if (delivery)	/* the Read goes in the Send's TCP segment */
-		wr.flags |= IW_WR_MORE;
-	ret = iw_qp_post_send(ep->qp, &wr);
-	if (ret || !delivery)
-		return ret;
-	ret = iw_qp_post_send(ep->qp, &fence);
-	if (ret) {
-		op->pending = 1;	/* only the first will complete */
-		iw_qp_progress(ep->qp);	/* and it is still to be sent */
+		main.flags |= IW_WR_FENCE;
+	if (imm && t->op == IW_WR_SEND)
+		wr[n++] = iwarp_imm_wr(t, op);
+	wr[n++] = main;
+	if (imm && t->op == IW_WR_WRITE)
+		wr[n++] = iwarp_imm_wr(t, op);
+	if (delivery)
+		wr[n++] = (struct iw_send_wr){ .ctx = op, .op = IW_WR_READ,
+					       .flags = IW_WR_SIGNALED };
+	for (i = 0; i < n - 1; i++)
+		wr[i].flags |= IW_WR_MORE;
+	return n;
+}
+
+/* Posts the work requests of one transmit op together or not at all
+ * (a lone Immediate Data would be misread); lock held. */
+static int iwarp_tx_post(struct iwarp_ep *ep, const struct iwarp_tx *t,
+			 struct iwarp_op *op, const struct iw_sge *sgl)
+{
+	struct iw_send_wr wr[3];
+	int i, ret, n = iwarp_tx_wrs(t, op, sgl, wr);
+
+	if (iw_qp_sq_free(ep->qp) < (uint32_t)n)
+		return -EAGAIN;
+	op->pending = n;
+	for (i = 0; i < n; i++) {
+		ret = iw_qp_post_send(ep->qp, &wr[i]);
+		if (ret && !i)
+			return ret;
+		if (ret) {	/* the stream failed meanwhile */
+			op->pending = i;	/* only these will complete */
+			iw_qp_progress(ep->qp);
+			break;
+		}
 	}
 	return 0;
+}
+
+/* FI_MSG_PREFIX: the first iov starts with room we do not send from or
+ * receive into (fi_getinfo(3)). */
+static int iwarp_skip_prefix(struct iwarp_ep *ep, struct iw_sge *sgl,
+			     size_t count, size_t *len)
+{
+	if (!ep->prefix)
+		return 0;
+	if (!count || sgl[0].len < ep->prefix)
+		return -FI_EINVAL;
+	sgl[0].addr = (uint8_t *)sgl[0].addr + ep->prefix;
+	sgl[0].len -= (uint32_t)ep->prefix;
+	*len -= ep->prefix;
+	return 0;
+}
+
+/* Remote CQ data needs the peer's word for it (msg.h). */
+static int iwarp_tx_data_ok(struct iwarp_ep *ep, const struct iwarp_tx *t)
+{
+	if (!(t->flags & FI_REMOTE_CQ_DATA) || ep->imm_on)
+		return 0;
+	FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
+		"remote CQ data: not negotiated with this peer (no cq_data_size "
+		"asked for on one side, or not this provider)\n");
+	return -FI_EOPNOTSUPP;
 }
 
 static ssize_t iwarp_tx(struct iwarp_ep *ep, const struct iwarp_tx *t)
@@ -158,13 +332,18 @@ static ssize_t iwarp_tx(struct iwarp_ep *ep, const struct iwarp_tx *t)
 	int ret;
 
 	ret = iwarp_sgl(t->iov, t->count, sgl, &len);
+	if (!ret && t->op == IW_WR_SEND)
+		ret = iwarp_skip_prefix(ep, sgl, t->count, &len);
 	if (ret)
 		return ret;
 	if ((t->flags & FI_INJECT) && len > IWARP_INJECT_MAX)
 		return -FI_EINVAL;
-	if (t->flags & FI_REMOTE_CQ_DATA)
-		return -FI_EINVAL;	/* not offered on MSG */
 	iwarp_lock(ep->base.fab);
+	ret = iwarp_tx_data_ok(ep, t);
+	if (ret) {
+		iwarp_unlock(ep->base.fab);
+		return ret;
+	}
 	if (!ep->qp || ep->tx_hold) {
 		/* with a key nothing goes out before the peer's proof */
 		iwarp_unlock(ep->base.fab);
@@ -181,7 +360,8 @@ static ssize_t iwarp_tx(struct iwarp_ep *ep, const struct iwarp_tx *t)
 	}
 	op->context = t->context;
 	op->flags = t->cqflags;
-	op->len = len;
+	op->len = len + (t->op == IW_WR_SEND ? ep->prefix : 0);
+	op->mbuf = NULL;
 	op->status = IW_WC_SUCCESS;
 	memset(&op->err, 0, sizeof(op->err));
 	op->cq = !(t->flags & IWARP_INJECT_CALL) &&
@@ -197,6 +377,28 @@ static ssize_t iwarp_tx(struct iwarp_ep *ep, const struct iwarp_tx *t)
 	return iwarp_fi_err(ret);
 }
 
+/* The op of a receive; a multi-receive buffer is one iov. */
+static int iwarp_rx_op(struct iwarp_ep *ep, struct iwarp_op *op,
+		       const struct iovec *iov, size_t count, void *context,
+		       uint64_t flags)
+{
+	op->context = context;
+	op->flags = FI_RECV | FI_MSG;
+	op->pending = 1;
+	op->status = IW_WC_SUCCESS;
+	memset(&op->err, 0, sizeof(op->err));
+	op->cq = !ep->base.rx_selective || (flags & FI_COMPLETION);
+	op->mbuf = NULL;
+	if (!(flags & FI_MULTI_RECV))
+		return 0;
+	if (count != 1 || !iov[0].iov_len)
+		return -FI_EINVAL;
+	op->mbuf = iov[0].iov_base;
+	op->msize = iov[0].iov_len;
+	op->moff = 0;
+	return 0;
+}
+
 static ssize_t iwarp_rx(struct iwarp_ep *ep, const struct iovec *iov,
 			size_t count, void *context, uint64_t flags)
 {
@@ -207,6 +409,9 @@ static ssize_t iwarp_rx(struct iwarp_ep *ep, const struct iovec *iov,
 	int ret;
 
 	ret = iwarp_sgl(iov, count, sgl, &len);
+	/* a multi-receive buffer takes messages, not prefixed ones */
+	if (!ret && !(flags & FI_MULTI_RECV))
+		ret = iwarp_skip_prefix(ep, sgl, count, &len);
 	if (ret)
 		return ret;
 	iwarp_lock(ep->base.fab);
@@ -219,15 +424,11 @@ static ssize_t iwarp_rx(struct iwarp_ep *ep, const struct iovec *iov,
 		iwarp_unlock(ep->base.fab);
 		return -FI_EAGAIN;
 	}
-	op->context = context;
-	op->flags = FI_RECV | FI_MSG;
 	op->len = len;
-	op->pending = 1;
-	op->status = IW_WC_SUCCESS;
-	memset(&op->err, 0, sizeof(op->err));
-	op->cq = !ep->base.rx_selective || (flags & FI_COMPLETION);
+	ret = iwarp_rx_op(ep, op, iov, count, context, flags);
 	wr.ctx = op;
-	ret = iw_qp_post_recv(ep->qp, &wr);
+	if (!ret)
+		ret = iw_qp_post_recv(ep->qp, &wr);
 	if (ret)
 		iwarp_op_put(ep, op);
 	iwarp_unlock(ep->base.fab);
@@ -263,7 +464,7 @@ static ssize_t iwarp_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 
 static ssize_t iwarp_send_common(struct fid_ep *ep_fid,
 				 const struct iovec *iov, size_t count,
-				 void *context, uint64_t flags)
+				 void *context, uint64_t flags, uint64_t data)
 {
 	struct iwarp_tx t = {
 		.op = IW_WR_SEND,
@@ -272,6 +473,7 @@ static ssize_t iwarp_send_common(struct fid_ep *ep_fid,
 		.context = context,
 		.flags = flags,
 		.cqflags = FI_SEND | FI_MSG,
+		.data = data,
 	};
 
 	return iwarp_tx(iwarp_ep_of(&ep_fid->fid), &t);
@@ -283,7 +485,8 @@ static ssize_t iwarp_send(struct fid_ep *ep_fid, const void *buf, size_t len,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_send_common(ep_fid, &iov, 1, context,
-				 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags);
+				 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags,
+				 0);
 }
 
 static ssize_t iwarp_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -291,14 +494,15 @@ static ssize_t iwarp_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 			   void *context)
 {
 	return iwarp_send_common(ep_fid, iov, count, context,
-				 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags);
+				 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags,
+				 0);
 }
 
 static ssize_t iwarp_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 			     uint64_t flags)
 {
 	return iwarp_send_common(ep_fid, msg->msg_iov, msg->iov_count,
-				 msg->context, flags);
+				 msg->context, flags, msg->data);
 }
 
 static ssize_t iwarp_inject(struct fid_ep *ep_fid, const void *buf,
@@ -307,7 +511,28 @@ static ssize_t iwarp_inject(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_send_common(ep_fid, &iov, 1, NULL,
-				 FI_INJECT | IWARP_INJECT_CALL);
+				 FI_INJECT | IWARP_INJECT_CALL, 0);
+}
+
+static ssize_t iwarp_senddata(struct fid_ep *ep_fid, const void *buf,
+			      size_t len, void *desc, uint64_t data,
+			      fi_addr_t dest_addr, void *context)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return iwarp_send_common(ep_fid, &iov, 1, context,
+				 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags |
+				 FI_REMOTE_CQ_DATA, data);
+}
+
+static ssize_t iwarp_injectdata(struct fid_ep *ep_fid, const void *buf,
+				size_t len, uint64_t data,
+				fi_addr_t dest_addr)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return iwarp_send_common(ep_fid, &iov, 1, NULL, FI_INJECT |
+				 IWARP_INJECT_CALL | FI_REMOTE_CQ_DATA, data);
 }
 
 struct fi_ops_msg iwarp_msg_ops = {
@@ -319,8 +544,8 @@ struct fi_ops_msg iwarp_msg_ops = {
 	.sendv = iwarp_sendv,
 	.sendmsg = iwarp_sendmsg,
 	.inject = iwarp_inject,
-	.senddata = iwarp_no_senddata,
-	.injectdata = iwarp_no_injectdata,
+	.senddata = iwarp_senddata,
+	.injectdata = iwarp_injectdata,
 };
 
 /* ---- fi_ops_rma */
@@ -328,7 +553,7 @@ struct fi_ops_msg iwarp_msg_ops = {
 static ssize_t iwarp_rma(struct fid_ep *ep_fid, enum iw_wr_opcode op,
 			 const struct iovec *iov, size_t count,
 			 uint64_t addr, uint64_t key, void *context,
-			 uint64_t flags)
+			 uint64_t flags, uint64_t data)
 {
 	struct iwarp_tx t = {
 		.op = op,
@@ -339,9 +564,12 @@ static ssize_t iwarp_rma(struct fid_ep *ep_fid, enum iw_wr_opcode op,
 		.context = context,
 		.flags = flags,
 		.cqflags = FI_RMA | (op == IW_WR_READ ? FI_READ : FI_WRITE),
+		.data = data,
 	};
 
-	if (key > UINT32_MAX)
+	/* remote CQ data rides on Writes only (fi_rma(3)) */
+	if (key > UINT32_MAX ||
+	    (op == IW_WR_READ && (flags & FI_REMOTE_CQ_DATA)))
 		return -FI_EINVAL;
 	return iwarp_tx(iwarp_ep_of(&ep_fid->fid), &t);
 }
@@ -353,7 +581,7 @@ static ssize_t iwarp_read(struct fid_ep *ep_fid, void *buf, size_t len,
 	struct iovec iov = { buf, len };
 
 	return iwarp_rma(ep_fid, IW_WR_READ, &iov, 1, addr, key, context,
-			 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags);
+			 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags, 0);
 }
 
 static ssize_t iwarp_readv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -361,7 +589,7 @@ static ssize_t iwarp_readv(struct fid_ep *ep_fid, const struct iovec *iov,
 			   uint64_t addr, uint64_t key, void *context)
 {
 	return iwarp_rma(ep_fid, IW_WR_READ, iov, count, addr, key, context,
-			 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags);
+			 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags, 0);
 }
 
 static ssize_t iwarp_rma_msg(struct fid_ep *ep_fid, enum iw_wr_opcode op,
@@ -371,7 +599,7 @@ static ssize_t iwarp_rma_msg(struct fid_ep *ep_fid, enum iw_wr_opcode op,
 		return -FI_EINVAL;
 	return iwarp_rma(ep_fid, op, msg->msg_iov, msg->iov_count,
 			 msg->rma_iov[0].addr, msg->rma_iov[0].key,
-			 msg->context, flags);
+			 msg->context, flags, msg->data);
 }
 
 static ssize_t iwarp_readmsg(struct fid_ep *ep_fid,
@@ -387,7 +615,7 @@ static ssize_t iwarp_write(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_rma(ep_fid, IW_WR_WRITE, &iov, 1, addr, key, context,
-			 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags);
+			 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags, 0);
 }
 
 static ssize_t iwarp_writev(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -395,7 +623,7 @@ static ssize_t iwarp_writev(struct fid_ep *ep_fid, const struct iovec *iov,
 			    uint64_t addr, uint64_t key, void *context)
 {
 	return iwarp_rma(ep_fid, IW_WR_WRITE, iov, count, addr, key, context,
-			 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags);
+			 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags, 0);
 }
 
 static ssize_t iwarp_writemsg(struct fid_ep *ep_fid,
@@ -411,7 +639,31 @@ static ssize_t iwarp_inject_write(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return iwarp_rma(ep_fid, IW_WR_WRITE, &iov, 1, addr, key, NULL,
-			 FI_INJECT | IWARP_INJECT_CALL);
+			 FI_INJECT | IWARP_INJECT_CALL, 0);
+}
+
+static ssize_t iwarp_writedata(struct fid_ep *ep_fid, const void *buf,
+			       size_t len, void *desc, uint64_t data,
+			       fi_addr_t dest_addr, uint64_t addr,
+			       uint64_t key, void *context)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return iwarp_rma(ep_fid, IW_WR_WRITE, &iov, 1, addr, key, context,
+			 iwarp_ep_of(&ep_fid->fid)->base.tx_op_flags |
+			 FI_REMOTE_CQ_DATA, data);
+}
+
+static ssize_t iwarp_inject_writedata(struct fid_ep *ep_fid,
+				      const void *buf, size_t len,
+				      uint64_t data, fi_addr_t dest_addr,
+				      uint64_t addr, uint64_t key)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return iwarp_rma(ep_fid, IW_WR_WRITE, &iov, 1, addr, key, NULL,
+			 FI_INJECT | IWARP_INJECT_CALL | FI_REMOTE_CQ_DATA,
+			 data);
 }
 
 struct fi_ops_rma iwarp_rma_ops = {
@@ -423,6 +675,6 @@ struct fi_ops_rma iwarp_rma_ops = {
 	.writev = iwarp_writev,
 	.writemsg = iwarp_writemsg,
 	.inject = iwarp_inject_write,
-	.writedata = iwarp_no_writedata,
-	.injectdata = iwarp_no_inject_writedata,
+	.writedata = iwarp_writedata,
+	.injectdata = iwarp_inject_writedata,
 };

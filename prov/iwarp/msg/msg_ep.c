@@ -128,7 +128,7 @@ static int iwarp_ep_bind_other(struct iwarp_ep_base *b, struct fid *bfid,
 
 static const struct iwarp_ep_type iwarp_msg_type = {
 	.name = "MSG",
-	.opts = IWARP_OPT_CM_DATA_SIZE,
+	.opts = IWARP_OPT_CM_DATA_SIZE | IWARP_OPT_MIN_MULTI_RECV,
 	.cm_data_max = IWARP_CM_DATA_MAX,
 	.bind = iwarp_ep_bind_other,
 	.enable = iwarp_ep_enable,
@@ -137,7 +137,7 @@ static const struct iwarp_ep_type iwarp_msg_type = {
 /* With a job key the auth block takes the head of the private data. */
 static const struct iwarp_ep_type iwarp_msg_type_keyed = {
 	.name = "MSG",
-	.opts = IWARP_OPT_CM_DATA_SIZE,
+	.opts = IWARP_OPT_CM_DATA_SIZE | IWARP_OPT_MIN_MULTI_RECV,
 	.cm_data_max = IWARP_CM_DATA_MAX - IWARP_AUTH_PD_LEN,
 	.bind = iwarp_ep_bind_other,
 	.enable = iwarp_ep_enable,
@@ -246,6 +246,11 @@ static void iwarp_ep_from_info(struct iwarp_ep *ep, const struct fi_info *info)
 	}
 	if (info->src_addr && info->src_addrlen <= sizeof(ep->src))
 		memcpy(&ep->src, info->src_addr, info->src_addrlen);
+	/* what fi_getinfo offered only when asked (iwarp_attr.c) */
+	ep->imm_offer = info->domain_attr &&
+			info->domain_attr->cq_data_size > 0;
+	if ((info->mode & FI_MSG_PREFIX) && info->ep_attr)
+		ep->prefix = info->ep_attr->msg_prefix_size;
 	/* fi_endpoint(3): an active endpoint made from a passive one takes
 	 * over its address; connections then leave from that port */
 	if (info->handle && info->handle->fclass == FI_CLASS_PEP)

@@ -134,6 +134,8 @@ static void iwarp_pep_conn_request(void *arg, struct iw_conn_req *req,
 	const char *why;
 
 	cr = calloc(1, sizeof(*cr));
+	if (cr)		/* ours comes first, before any auth block */
+		cr->ext = iwarp_ext_get(&pd, &len);
 	why = !cr ? "out of memory" : !pep->eq ? "no EQ" :
 					       iwarp_pep_auth(pep, cr, &pd, &len);
 	if (why) {
