@@ -10,31 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---- the ext block (msg.h) */
-
-static const uint8_t iwarp_ext_magic[4] = { 'I', 'W', 'X', 'F' };
-
-void iwarp_ext_put(uint8_t *p, uint8_t flags)
-{
-	memcpy(p, iwarp_ext_magic, sizeof(iwarp_ext_magic));
-	p[4] = IWARP_EXT_VERSION;
-	p[5] = flags;
-	p[6] = p[7] = 0;
-}
-
-/* Later versions keep the layout: unknown flag bits are not ours. */
-uint8_t iwarp_ext_get(const uint8_t **pd, uint16_t *len)
-{
-	const uint8_t *p = *pd;
-
-	if (*len < IWARP_EXT_PD_LEN ||
-	    memcmp(p, iwarp_ext_magic, sizeof(iwarp_ext_magic)) || !p[4])
-		return 0;
-	*pd += IWARP_EXT_PD_LEN;
-	*len -= IWARP_EXT_PD_LEN;
-	return p[5] & IWARP_EXT_IMM;
-}
-
 /* Lock held: remote CQ data goes on once both sides offered it. */
 static void iwarp_ep_imm_set(struct iwarp_ep *ep, struct iw_qp *qp,
 			     uint8_t peer)
