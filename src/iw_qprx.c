@@ -739,10 +739,6 @@ static void iw_rx_eof(struct iw_qp *qp)
 static bool iw_rx_drain_stage(struct iw_qp *qp)
 {
 	while (qp->stage_len) {
-		/* a completion callback may have ended the stream: what
-		 * was read behind it is not placed anywhere */
-		if (qp->cm == CM_ERROR || qp->cm == CM_CLOSED)
-			return false;
 		const uint8_t *p = qp->stage + qp->stage_off;
 		uint8_t *buf;
 		size_t n = iw_rx_whole_len(&qp->rx, p, qp->stage_len), used;
