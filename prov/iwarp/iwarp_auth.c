@@ -7,7 +7,6 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
-#include <pthread.h>
 #include <string.h>
 
 #define IWARP_AUTH_PD_MAGIC 0x4957414bu	/* "IWAK" */
@@ -97,22 +96,6 @@ int iwarp_auth_pd_get(struct iwarp_auth *a, const uint8_t *pd, size_t len)
 	return 0;
 }
 
-/* OpenSSL 3 looks an algorithm up by name on every implicit use: once
- * per process is enough (a connection setup pays four HMACs). */
-static EVP_MD *iwarp_auth_sha256;
-static pthread_once_t iwarp_auth_once = PTHREAD_ONCE_INIT;
-
-static void iwarp_auth_fetch(void)
-{
-	iwarp_auth_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
-}
-
-static const EVP_MD *iwarp_auth_md(void)
-{
-	pthread_once(&iwarp_auth_once, iwarp_auth_fetch);
-	return iwarp_auth_sha256 ? iwarp_auth_sha256 : EVP_sha256();
-}
-
 /* HMAC-SHA256(key, label | role | nonce_I | nonce_R) */
 static int iwarp_auth_mac(uint8_t *mac, const struct iwarp_auth_key *k,
 			  const struct iwarp_auth *a, uint8_t role)
@@ -127,7 +110,7 @@ static int iwarp_auth_mac(uint8_t *mac, const struct iwarp_auth_key *k,
 	memcpy(in + n + IWARP_AUTH_NONCE_LEN, a->nonce_r,
 	       IWARP_AUTH_NONCE_LEN);
 	n += 2 * IWARP_AUTH_NONCE_LEN;
-	if (!HMAC(iwarp_auth_md(), k->key, (int)k->len, in, n, mac, &len) ||
+	if (!HMAC(EVP_sha256(), k->key, (int)k->len, in, n, mac, &len) ||
 	    len != IWARP_AUTH_MAC_LEN)
 		return -FI_EIO;
 	return 0;
