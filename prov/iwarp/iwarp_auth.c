@@ -2,6 +2,7 @@
 /* Job keys (see iwarp_auth.h): nonces, proofs and their checks. */
 #include "iwarp.h"
 #include "iwarp_auth.h"
+#include "iwarp/wire.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -63,24 +64,10 @@ int iwarp_auth_start(struct iwarp_auth *a, bool initiator)
 	return 0;
 }
 
-static void iwarp_put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
-}
-
-static uint32_t iwarp_get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
-
 void iwarp_auth_pd_put(uint8_t *p, const struct iwarp_auth *a)
 {
 	memset(p, 0, IWARP_AUTH_PD_LEN);
-	iwarp_put32(p, IWARP_AUTH_PD_MAGIC);
+	iw_put32(p, IWARP_AUTH_PD_MAGIC);
 	p[4] = IWARP_AUTH_VERSION;
 	memcpy(p + 8, a->initiator ? a->nonce_i : a->nonce_r,
 	       IWARP_AUTH_NONCE_LEN);
@@ -88,7 +75,7 @@ void iwarp_auth_pd_put(uint8_t *p, const struct iwarp_auth *a)
 
 int iwarp_auth_pd_get(struct iwarp_auth *a, const uint8_t *pd, size_t len)
 {
-	if (len < IWARP_AUTH_PD_LEN || iwarp_get32(pd) != IWARP_AUTH_PD_MAGIC ||
+	if (len < IWARP_AUTH_PD_LEN || iw_get32(pd) != IWARP_AUTH_PD_MAGIC ||
 	    pd[4] != IWARP_AUTH_VERSION)
 		return -FI_EINVAL;
 	memcpy(a->initiator ? a->nonce_r : a->nonce_i, pd + 8,
@@ -122,7 +109,7 @@ int iwarp_auth_msg_put(uint8_t *p, const struct iwarp_auth_key *k,
 	uint8_t role = a->initiator ? 'I' : 'R';
 
 	memset(p, 0, IWARP_AUTH_MSG_LEN);
-	iwarp_put32(p, IWARP_AUTH_MSG_MAGIC);
+	iw_put32(p, IWARP_AUTH_MSG_MAGIC);
 	p[4] = IWARP_AUTH_VERSION;
 	p[5] = role;
 	return iwarp_auth_mac(p + 8, k, a, role);
@@ -135,7 +122,7 @@ int iwarp_auth_msg_check(struct iwarp_auth *a, const struct iwarp_auth_key *k,
 	uint8_t mac[IWARP_AUTH_MAC_LEN];
 
 	if (len != IWARP_AUTH_MSG_LEN ||
-	    iwarp_get32(p) != IWARP_AUTH_MSG_MAGIC ||
+	    iw_get32(p) != IWARP_AUTH_MSG_MAGIC ||
 	    p[4] != IWARP_AUTH_VERSION || p[5] != role)
 		return -FI_EINVAL;
 	if (iwarp_auth_mac(mac, k, a, role))
