@@ -334,7 +334,9 @@ static const char *rdm_entry_ok(const struct fi_info *fi)
 	EXPECT(fi->ep_attr->type == FI_EP_RDM);
 	EXPECT(fi->ep_attr->protocol == FI_PROTO_IWARP);
 	EXPECT(fi->ep_attr->mem_tag_format & (1ULL << 63));
-	EXPECT(fi->mode == 0);
+	/* only the prefix, and only to hints that offer it */
+	EXPECT(fi->mode == 0 || (fi->mode == FI_MSG_PREFIX &&
+				 fi->ep_attr->msg_prefix_size == 8));
 	/* RMA and atomics need keys we choose */
 	EXPECT(!(fi->caps & (FI_RMA | FI_ATOMIC)) ||
 	       fi->domain_attr->mr_mode == TEST_MR_BASIC ||

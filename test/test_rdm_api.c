@@ -128,6 +128,7 @@ struct node {
 	int to, from;		/* socket to the peer process (both) */
 	bool still;		/* get() leaves the endpoint alone */
 	bool defer;		/* node_open leaves fi_enable to the caller */
+	uint64_t mode;		/* offered in the hints */
 };
 
 static int node_open(struct node *n, uint64_t caps, enum fi_threading th)
@@ -142,6 +143,7 @@ static int node_open(struct node *n, uint64_t caps, enum fi_threading th)
 	hints->fabric_attr->prov_name = strdup("iwarp");
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = caps;
+	hints->mode = n->mode;
 	hints->addr_format = FI_SOCKADDR_IN;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY;
@@ -1142,6 +1144,100 @@ static int cd_tx(struct node *n)
 	      "injects without a completion (%d completions)", want, got);
 	barrier(n);
 	free_bufs(b, CD_N);
+	node_close(n);
+	return 0;
+}
+
+/* ==== FI_MSG_PREFIX: buffers start with room the provider leaves ==== */
+
+#define PFX_EAGER 300
+#define PFX_RNDV 100000
+#define PFX_SEED 90
+
+static int pf_rx(struct node *n)
+{
+	size_t len[3] = { PFX_EAGER, PFX_RNDV, 64 }, pfx, i;
+	struct fi_cq_tagged_entry e[3], *p;
+	uint8_t *b[3] = { NULL };
+	int ctx[3], got;
+	bool ok = true;
+	ssize_t r = 0;
+
+	n->mode = FI_MSG_PREFIX;
+	if (!check(!node_up(n, FI_MSG | FI_TAGGED, 0),
+		   "prefix receiver: endpoint up, peer known"))
+		return 1;
+	pfx = n->info->ep_attr->msg_prefix_size;
+	check((n->info->mode & FI_MSG_PREFIX) && pfx > 0,
+	      "prefix: RDM takes FI_MSG_PREFIX when offered (%zu octets)",
+	      pfx);
+	for (i = 0; i < 3; i++) {
+		b[i] = malloc(pfx + len[i] + 64);
+		memset(b[i], SENT, pfx + len[i] + 64);
+	}
+	check(fi_recv(n->ep, b[0], pfx ? pfx - 1 : 0, NULL, FI_ADDR_UNSPEC,
+		      &ctx[0]) == -FI_EINVAL,
+	      "prefix: a receive buffer shorter than the prefix: -FI_EINVAL");
+	r |= POST(n, fi_recv(n->ep, b[0], pfx + len[0], NULL, FI_ADDR_UNSPEC,
+			     &ctx[0]));
+	r |= POST(n, fi_trecv(n->ep, b[1], pfx + len[1], NULL,
+			      FI_ADDR_UNSPEC, 7, 0, &ctx[1]));
+	r |= POST(n, fi_recv(n->ep, b[2], pfx + len[2], NULL, FI_ADDR_UNSPEC,
+			     &ctx[2]));
+	token_put(n, TOK(90));
+	got = cq_collect(n, e, 3, 15);
+	for (i = 0; i < 3; i++) {
+		p = by_ctx(e, got < 0 ? 0 : got, &ctx[i]);
+		if (!p || p->len != pfx + len[i] ||
+		    !pok(b[i] + pfx, len[i], PFX_SEED + i, 0) ||
+		    !all_is(b[i], pfx, SENT) ||
+		    !all_is(b[i] + pfx + len[i], 64, SENT)) {
+			tap_diag("prefix: message %zu: len %zu", i,
+				 p ? p->len : 0);
+			ok = false;
+		}
+	}
+	check(!r && ok && got == 3, "prefix: eager, rendezvous and inject land "
+	      "after the prefix, which stays untouched; the length counts it");
+	barrier(n);
+	free_bufs(b, 3);
+	node_close(n);
+	return 0;
+}
+
+static int pf_tx(struct node *n)
+{
+	size_t len[3] = { PFX_EAGER, PFX_RNDV, 64 }, pfx, i;
+	struct fi_cq_tagged_entry e[2];
+	uint8_t *b[3] = { NULL };
+	int ctx[2], got;
+	ssize_t r = 0;
+
+	n->mode = FI_MSG_PREFIX;
+	if (!check(!node_up(n, FI_MSG | FI_TAGGED, 0),
+		   "prefix sender: endpoint up, peer known"))
+		return 1;
+	pfx = n->info->ep_attr->msg_prefix_size;
+	for (i = 0; i < 3; i++) {
+		b[i] = malloc(pfx + len[i]);
+		memset(b[i], 0xee, pfx);	/* must not travel */
+		pat_fill(b[i] + pfx, len[i], PFX_SEED + i, 0);
+	}
+	check(fi_send(n->ep, b[0], pfx ? pfx - 1 : 0, NULL, n->peer,
+		      NULL) == -FI_EINVAL,
+	      "prefix: a send buffer shorter than the prefix: -FI_EINVAL");
+	if (token_wait(n, TOK(90), 10))
+		tap_diag("prefix sender: the receives were not posted");
+	r |= POST(n, fi_send(n->ep, b[0], pfx + len[0], NULL, n->peer,
+			     &ctx[0]));
+	r |= POST(n, fi_tsend(n->ep, b[1], pfx + len[1], NULL, n->peer, 7,
+			      &ctx[1]));
+	r |= POST(n, fi_inject(n->ep, b[2], pfx + len[2], n->peer));
+	got = cq_collect(n, e, 2, 15);
+	check(!r && got == 2, "prefix sender: send, tsend and inject "
+	      "accepted, two completions (%d)", got);
+	barrier(n);
+	free_bufs(b, 3);
 	node_close(n);
 	return 0;
 }
@@ -2376,6 +2472,8 @@ static const struct role eg_s[3] = {
 	{ "eager 1000000 (262144) sender", 4, eg_tx,
 	  { "FI_IWARP_RDM_EAGER=1000000" }, 262144 },
 };
+static const struct role pf_r = { "prefix receiver", 4, pf_rx, DEF_EAGER };
+static const struct role pf_s = { "prefix sender", 3, pf_tx, DEF_EAGER };
 static const struct role base_r = { "endpoint base", 8, base_role,
 				    DEF_EAGER };
 static const struct role rxm_r[2] = {
@@ -2394,6 +2492,7 @@ int main(void)
 	run(&cd_r, &cd_s, 40);
 	run(&rma_t, &rma_i, 40);
 	run(&th_r, &th_s, 40);
+	run(&pf_r, &pf_s, 40);
 	for (i = 0; i < 3; i++)
 		run(&eg_r[i], &eg_s[i], 40);
 	for (i = 0; i < 2; i++)

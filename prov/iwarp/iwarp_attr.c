@@ -821,7 +821,7 @@ static bool iwarp_prefix_offered(const struct fi_info *h)
 }
 
 /*
- * MSG and DGRAM take the prefix whenever the application offers it:
+ * Every endpoint type takes the prefix whenever the application offers it:
  * buffers then start with octets that carry nothing, which costs the
  * application nothing it did not agree to, and fabtests' -k insists on
  * getting the mode it offered.
@@ -831,7 +831,7 @@ static void iwarp_narrow_prefix(struct fi_info *fi,
 {
 	enum fi_ep_type type = fi->ep_attr->type;
 
-	if (type == FI_EP_RDM || !iwarp_prefix_offered(hints))
+	if (!iwarp_prefix_offered(hints))
 		return;
 	fi->mode |= FI_MSG_PREFIX;
 	fi->tx_attr->mode |= FI_MSG_PREFIX;

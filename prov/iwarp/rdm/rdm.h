@@ -252,6 +252,7 @@ struct iwarp_rdm_ep {
 	struct iwarp_av *av;
 	bool closing;
 	bool directed;			/* FI_DIRECTED_RECV asked for */
+	size_t prefix;			/* FI_MSG_PREFIX octets, or 0 */
 	bool async;			/* holds the fabric's progress thread */
 	const struct iwarp_rdm_xport *xp;	/* carries new peers */
 	struct iwarp_rdm_xep *xe;	/* its state, once listening */

@@ -210,6 +210,8 @@ int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
 	iwarp_list_init(&ep->posted_msg);
 	iwarp_list_init(&ep->unexp_tagged);
 	iwarp_list_init(&ep->unexp_msg);
+	if ((info->mode & FI_MSG_PREFIX) && info->ep_attr)
+		ep->prefix = info->ep_attr->msg_prefix_size;
 	ep->directed = (info->caps & FI_DIRECTED_RECV) ||
 		       (info->rx_attr && (info->rx_attr->caps & FI_DIRECTED_RECV));
 	ep->base.ep_fid.fid.ops = &iwarp_rdm_fi_ops;

@@ -41,6 +41,8 @@ static void iwarp_rdm_rx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
 	}
 	if (!err && msglen > rx->len)
 		err = FI_ETRUNC;
+	if (!(rx->flags & FI_MULTI_RECV))
+		len += ep->prefix;	/* the prefix counts, as on MSG */
 	if (err)
 		iwarp_cq_write_err(ep->base.rx_cq, rx->context, flags, len, buf,
 				   rx->hdr.data, rx->hdr.tag, err, 0, NULL, 0,
@@ -422,6 +424,25 @@ void iwarp_rdm_fin_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in)
 
 /* ---- receives */
 
+/*
+ * FI_MSG_PREFIX: the first iov starts with room we neither send from nor
+ * receive into (fi_getinfo(3)); v gets the caller's iov without it.
+ */
+static int iwarp_rdm_unprefix(const struct iwarp_rdm_ep *ep,
+			      const struct iovec **iov, size_t count,
+			      struct iovec *v)
+{
+	if (!ep->prefix)
+		return 0;
+	if (!count || (*iov)[0].iov_len < ep->prefix)
+		return -FI_EINVAL;
+	memcpy(v, *iov, count * sizeof(*v));
+	v[0].iov_base = (char *)v[0].iov_base + ep->prefix;
+	v[0].iov_len -= ep->prefix;
+	*iov = v;
+	return 0;
+}
+
 static ssize_t iwarp_rdm_peek(struct iwarp_rdm_ep *ep,
 			      struct iwarp_rdm_rx *rx, uint64_t flags)
 {
@@ -446,7 +467,8 @@ static ssize_t iwarp_rdm_peek(struct iwarp_rdm_ep *ep,
 	iwarp_cq_write(ep->base.rx_cq, rx->context,
 		       rx->flags | (ux->hdr.flags & IWARP_RDM_F_DATA ?
 				    FI_REMOTE_CQ_DATA : 0),
-		       ux->hdr.len, NULL, ux->hdr.data, ux->hdr.tag, ux->from);
+		       ux->hdr.len + ep->prefix, NULL, ux->hdr.data, ux->hdr.tag,
+		       ux->from);
 	free(rx);
 	return 0;
 }
@@ -526,6 +548,7 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 				     uint64_t ignore, void *context,
 				     uint64_t flags, bool tagged)
 {
+	struct iovec v[IWARP_IOV_MAX];
 	struct iwarp_rdm_rx *rx;
 	ssize_t ret;
 
@@ -533,6 +556,11 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 		return -FI_EINVAL;
 	if ((flags & FI_MULTI_RECV) &&
 	    (tagged || count != 1 || (flags & (FI_PEEK | FI_CLAIM))))
+		return -FI_EINVAL;
+	/* a multi-receive buffer takes messages, not prefixed ones; a
+	 * peek may come without a buffer */
+	if (!(flags & FI_MULTI_RECV) && (count || !(flags & FI_PEEK)) &&
+	    iwarp_rdm_unprefix(ep, &iov, count, v))
 		return -FI_EINVAL;
 	iwarp_lock(ep->base.fab);
 	if (!ep->base.enabled) {
@@ -615,12 +643,15 @@ static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 				     uint64_t data, void *context,
 				     uint64_t flags, bool tagged)
 {
+	struct iovec v[IWARP_IOV_MAX];
 	struct iwarp_rdm_peer *peer;
 	struct iwarp_rdm_tx *tx;
 	size_t i, len = 0;
 	int ret;
 
 	if (count > IWARP_IOV_MAX - 1 || (count && !iov))
+		return -FI_EINVAL;
+	if (iwarp_rdm_unprefix(ep, &iov, count, v))
 		return -FI_EINVAL;
 	for (i = 0; i < count; i++)
 		len += iov[i].iov_len;
