@@ -925,11 +925,13 @@ static void rdm_iw_auth_open(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 		iw_qp_label(qp));
 }
 
-bool rdm_iw_auth_established(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
-			     const struct iw_cm_event *ev)
+/* Initiator: the Reply's proof checked, ours goes as our first Send.
+ * NULL, or why the connection is refused. */
+static const char *rdm_iw_auth_active(struct iwarp_rdm_xconn *c,
+				      struct iw_qp *qp, struct rdm_iw_auth *s,
+				      const struct iw_cm_event *ev)
 {
-	struct rdm_iw_auth *s = rdm_iw_auth_of(c, qp);
-	struct iw_sge sge = { s ? s->proof : NULL, IWARP_AUTH_MSG_LEN };
+	struct iw_sge sge = { s->proof, IWARP_AUTH_MSG_LEN };
 	struct iw_send_wr wr = {
 		.ctx = s,	/* inside c: ours, not the protocol's */
 		.op = IW_WR_SEND,
@@ -937,21 +939,27 @@ bool rdm_iw_auth_established(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 		.sgl = &sge,
 		.num_sge = 1,
 	};
+	const char *why = rdm_iw_auth_reply(c, s, ev);
 
-	const char *why = !s ? "no handshake for this connection" : NULL;
-
-	if (s)
-		s->established = true;
-	if (!s || !s->a.initiator)	/* the responder's proof was its Reply */
-		goto out;
-	why = rdm_iw_auth_reply(c, s, ev);
-	/* our proof is the first message on the connection */
 	if (!why && (iwarp_auth_msg_put(s->proof, &c->xe->key, &s->a) ||
 		     iw_qp_post_send(qp, &wr)))
 		why = "our proof could not be sent";
 	if (!why)
 		rdm_iw_auth_open(c, qp, s);
-out:
+	return why;
+}
+
+bool rdm_iw_auth_established(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
+			     const struct iw_cm_event *ev)
+{
+	struct rdm_iw_auth *s = rdm_iw_auth_of(c, qp);
+	const char *why = "no handshake for this connection";
+
+	if (s) {
+		s->established = true;
+		/* the responder's proof went in its Reply */
+		why = s->a.initiator ? rdm_iw_auth_active(c, qp, s, ev) : NULL;
+	}
 	if (why)
 		rdm_iw_auth_fail(c, qp, why);
 	return !why;
