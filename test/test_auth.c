@@ -7,7 +7,9 @@
  * replayed to the listener is refused, and raw-socket peers that break
  * the handshake (short auth block, long private data, bad MAC, a proof
  * too long, a Write or a second Send before the proof) end in a precise
- * reject. Each case runs in a process of its own (the provider reads
+ * reject. Raw-socket responders: a Reply carrying the right proof, and
+ * nothing sent after it, connects the initiator (its proof, then its
+ * first Send follow); a wrong or version 1 proof ends in a Terminate. Each case runs in a process of its own (the provider reads
  * FI_IWARP_AUTH_KEY once) that logs warnings to a file the checks read.
  */
 #include <fcntl.h>

@@ -15,7 +15,11 @@
  *   survivor carries data with the new one;
  * - with keys, the same forgery without a key is refused at once;
  * - a handshake recorded from a peer that held the key (its nonce and
- *   proof) and replayed on a new connection is torn down.
+ *   proof) and replayed on a new connection ends in a Terminate;
+ * - an engine responder whose Reply carries the right proof and that
+ *   sends nothing after it: the keyed initiator's send completes, its
+ *   proof and message arrive; with a wrong proof in the Reply the send
+ *   fails naming the job key and the initiator sends a Terminate.
  *
  * Wire images come from iwarp_auth.h and the man page (RDM WIRE FORMAT).
  * The parent never opens libfabric; every role is a forked child that
