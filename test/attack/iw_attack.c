@@ -476,7 +476,7 @@ static void auth_pd(uint8_t *p)
 	memcpy(p + 8, nonce_i, AUTH_NONCE_LEN);
 }
 
-/* HMAC-SHA256(key, "iwarp auth 1" | role | nonce_I | nonce_R) */
+/* HMAC-SHA256(key, "iwarp auth 2" | role | nonce_I | nonce_R) */
 static void auth_mac(uint8_t *mac, uint8_t role)
 {
 	uint8_t in[sizeof(AUTH_LABEL) + 2 * AUTH_NONCE_LEN];
