@@ -1179,9 +1179,12 @@ static size_t recorded_handshake(const struct proxy *px, size_t *req_len)
 	return i == 2 && off <= px->rec_len ? off : 0;
 }
 
-/* A real keyed connection through the proxy, recorded. */
-static bool replay_record(struct node *n, struct proxy *px, int port)
+/* A real keyed connection through the proxy, recorded; kept until the
+ * server connected too (the initiator is connected on the Reply, its
+ * proof may still be on its way). */
+static bool replay_record(struct node *n, struct proxy *px, struct proc *p)
 {
+	int port = p->port;
 	struct sockaddr_in a = {
 		.sin_family = AF_INET,
 		.sin_port = htons((uint16_t)(port + 10)),
@@ -1194,6 +1197,7 @@ static bool replay_record(struct node *n, struct proxy *px, int port)
 		return false;
 	ok = !cli_connect_to(n, &a, NULL, 0) &&
 	     outcome(n->ep_eq, WAIT_MS, &e) == 1;
+	ok = ctl_expect(p, CTL_ACK, NULL, 10000) && ok;
 	fi_shutdown(n->ep, 0);
 	px->stop = true;
 	pthread_join(px->th, NULL);
@@ -1214,12 +1218,11 @@ static void replay_client(struct proc *p)
 	if (!check(!node_open(&n, p, NULL) &&
 		   ctl_expect(p, CTL_READY, NULL, 10000), "client ready"))
 		goto out;
-	check(replay_record(&n, &px, p->port),
+	check(replay_record(&n, &px, p),
 	      "a keyed connection through a recording proxy connects");
 	len = recorded_handshake(&px, &req_len);
 	check(len > req_len, "recorded the Request, the RTR and the proof "
 	      "(%zu octets)", len);
-	ctl_expect(p, CTL_ACK, NULL, 10000);
 	r.fd = raw_dial(p->port);
 	check(len && io_full(r.fd, px.rec, req_len, false, WAIT_MS) &&
 	      read_frame(r.fd, rep, sizeof(rep)) > 0 && !(rep[16] & 0x20) &&
