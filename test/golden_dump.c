@@ -109,36 +109,39 @@ static int qprx_seeds(const char *dir)
 
 /* ---- keyed handshakes for fuzz_handshake (iwarp_auth.h) */
 
-/* An MPA rev 2 frame with the enhanced block and an auth block. */
+/* An MPA rev 2 frame with the enhanced block and an auth block (the
+ * Reply's with a proof, not the right one). */
 static size_t auth_frame(uint8_t *s, bool reply)
 {
+	size_t block = reply ? 56 : 24;
+
 	memcpy(s, reply ? "MPA ID Rep Frame" : "MPA ID Req Frame", 16);
 	s[16] = 0x40 | 0x10;		/* C, S (enhanced) */
 	s[17] = 2;
-	be(s + 18, 4 + 24, 2);
+	be(s + 18, 4 + block, 2);
 	be(s + 20, 0x8000 | 8, 2);	/* A (peer-to-peer), IRD 8 */
 	be(s + 22, 0x8000 | 8, 2);	/* C (Write RTR), ORD 8 */
-	memcpy(s + 24, "IWAK\1\0\0\0", 8);
+	memcpy(s + 24, "IWAK\2\0\0\0", 8);
 	memset(s + 32, 0x3c, 16);	/* the peer's nonce */
-	return 48;
+	memset(s + 48, 0x77, block - 24);
+	return 24 + block;
 }
 
-/* Octet 0: 1 we initiated (a Reply follows), 0 a Request; then the
- * frame and the peer's auth message (its MAC is not the right one). */
+/* Octet 0: 1 we initiated (a Reply), 0 a Request followed by the
+ * initiator's auth message (its MAC is not the right one). */
 static int auth_seeds(const char *dir)
 {
-	uint8_t s[256], m[40] = "IWAM\1";
-	int ret = 0, reply;
+	uint8_t s[256], m[40] = "IWAM\2";
+	int ret = 0;
 	size_t n;
 
-	for (reply = 0; reply < 2; reply++) {
-		m[5] = reply ? 'R' : 'I';
-		memset(m + 8, 0x77, 32);
-		n = auth_frame(s, reply);
-		n = fpdu(s, n, 3, 0, 1, 0, 0, m, sizeof(m));
-		ret |= put(dir, reply ? "auth_reply" : "auth_request",
-			   reply ? "\1" : "\0", 1, s, n);
-	}
+	m[5] = 'I';
+	memset(m + 8, 0x77, 32);
+	n = auth_frame(s, false);
+	n = fpdu(s, n, 3, 0, 1, 0, 0, m, sizeof(m));
+	ret |= put(dir, "auth_request", "\0", 1, s, n);
+	n = auth_frame(s, true);
+	ret |= put(dir, "auth_reply", "\1", 1, s, n);
 	return ret;
 }
 

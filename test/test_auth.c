@@ -7,7 +7,9 @@
  * replayed to the listener is refused, and raw-socket peers that break
  * the handshake (short auth block, long private data, bad MAC, a proof
  * too long, a Write or a second Send before the proof) end in a precise
- * reject. Each case runs in a process of its own (the provider reads
+ * reject. Raw-socket responders: a Reply carrying the right proof, and
+ * nothing sent after it, connects the initiator (its proof, then its
+ * first Send follow); a wrong or version 1 proof ends in a Terminate. Each case runs in a process of its own (the provider reads
  * FI_IWARP_AUTH_KEY once) that logs warnings to a file the checks read.
  */
 #include <fcntl.h>
@@ -31,7 +33,8 @@
 #define PORT_BASE	24120
 #define KEY_A		"job key A 0123456789abcdef"
 #define KEY_B		"job key B fedcba9876543210"
-#define PD_AUTH		24	/* the auth block */
+#define PD_AUTH		24	/* the Request's auth block */
+#define PD_AUTH_REPLY	56	/* the Reply's: with the responder's proof */
 #define MSG_AUTH	40	/* the auth message */
 #define CM_KEYED	(CM_MAX - PD_AUTH)
 #define DATA_LEN	1000
@@ -596,7 +599,7 @@ static void auth_block(struct raw *r, uint8_t *pd)
 	r->fd = -1;
 	memset(pd, 0, PD_AUTH);
 	memcpy(pd, "IWAK", 4);
-	pd[4] = 1;
+	pd[4] = 2;
 	fill(r->nonce_i, sizeof(r->nonce_i), now_ms() ^ (uint64_t)getpid());
 	memcpy(pd + 8, r->nonce_i, sizeof(r->nonce_i));
 }
@@ -692,24 +695,30 @@ static void raw_close(struct raw *r)
 	r->fd = -1;
 }
 
-/* HMAC-SHA256(key, "iwarp auth 1" | role | nonce_I | nonce_R), as
+/* HMAC-SHA256(key, "iwarp auth 2" | role | nonce_I | nonce_R), as
  * iwarp_auth.h describes it, written here from that text. */
-static void proof(uint8_t *msg, const char *key, char role,
-		  const uint8_t *ni, const uint8_t *nr)
+static void hmac(uint8_t *mac, const char *key, char role,
+		 const uint8_t *ni, const uint8_t *nr)
 {
 	uint8_t in[12 + 1 + 32];
 	unsigned int len = 32;
 
-	memcpy(in, "iwarp auth 1", 12);
+	memcpy(in, "iwarp auth 2", 12);
 	in[12] = (uint8_t)role;
 	memcpy(in + 13, ni, 16);
 	memcpy(in + 29, nr, 16);
+	HMAC(EVP_sha256(), key, (int)strlen(key), in, sizeof(in), mac, &len);
+}
+
+/* The initiator's auth message. */
+static void proof(uint8_t *msg, const char *key, char role,
+		  const uint8_t *ni, const uint8_t *nr)
+{
 	memset(msg, 0, MSG_AUTH);
 	memcpy(msg, "IWAM", 4);
-	msg[4] = 1;
+	msg[4] = 2;
 	msg[5] = (uint8_t)role;
-	HMAC(EVP_sha256(), key, (int)strlen(key), in, sizeof(in), msg + 8,
-	     &len);
+	hmac(msg + 8, key, role, ni, nr);
 }
 
 /* ---- hostile initiators against a keyed listener */
@@ -752,29 +761,29 @@ static const uint8_t *reply_nonce(const struct raw *r)
 {
 	const struct mpa_frame *f = &r->reply;
 
-	return f->ulp_pd_len >= PD_AUTH && !memcmp(f->ulp_pd, "IWAK", 4) ?
+	return f->ulp_pd_len >= PD_AUTH_REPLY &&
+	       !memcmp(f->ulp_pd, "IWAK", 4) && f->ulp_pd[4] == 2 ?
 		       f->ulp_pd + 8 : NULL;
 }
 
-/* The right key: the server's proof, checked with our own HMAC. */
+/* The right key: the server's proof in its Reply, checked with our own
+ * HMAC; ours after the RTR connects. */
 static void raw_good(struct raw *r, int port)
 {
-	uint8_t mine[MSG_AUTH], want[MSG_AUTH], got[MSG_AUTH];
+	uint8_t mine[MSG_AUTH], want[32];
 	const uint8_t *nr;
-	struct ddp_hdr h;
-	size_t len = 0;
 
 	if (!check(raw_open(r, port) && (nr = reply_nonce(r)),
-		   "%s: a Reply with an auth block", hk[H_GOOD].what))
+		   "%s: a Reply with a %d-octet auth block", hk[H_GOOD].what,
+		   PD_AUTH_REPLY))
 		return;
-	proof(mine, KEY_A, 'I', r->nonce_i, nr);
-	proof(want, KEY_A, 'R', r->nonce_i, nr);
-	check(raw_send(r, mine, sizeof(mine)) &&
-	      raw_next(r, &h, got, sizeof(got), &len) &&
-	      h.opcode == RDMAP_SEND && len == MSG_AUTH &&
-	      !memcmp(got, want, MSG_AUTH),
-	      "%s: the server's first message is its proof, as iwarp_auth.h "
+	hmac(want, KEY_A, 'R', r->nonce_i, nr);
+	check(!memcmp(r->reply.ulp_pd + PD_AUTH, want, sizeof(want)),
+	      "%s: the Reply carries the server's proof, as iwarp_auth.h "
 	      "describes it", hk[H_GOOD].what);
+	proof(mine, KEY_A, 'I', r->nonce_i, nr);
+	check(raw_send(r, mine, sizeof(mine)), "%s: our proof sent",
+	      hk[H_GOOD].what);
 }
 
 /* A request the listener must answer with the Reject bit. */
@@ -820,7 +829,10 @@ static void raw_violate(struct raw *r, int port, enum hk k, uint32_t stag,
 				t.ecode == DDP_ECODE_T_INVALID_STAG)) &&
 	      (k != H_LONG_PROOF || (t.layer == IW_LAYER_DDP &&
 				     t.etype == DDP_ETYPE_UNTAGGED &&
-				     t.ecode == DDP_ECODE_UT_TOO_LONG)),
+				     t.ecode == DDP_ECODE_UT_TOO_LONG)) &&
+	      (k != H_BAD_MAC || (t.layer == IW_LAYER_RDMAP &&
+				  t.etype == RDMAP_ETYPE_CATASTROPHIC &&
+				  t.ecode == 0)),
 	      "%s: the stream ends in a Terminate (%u/%u/%u)", hk[k].what,
 	      t.layer, t.etype, t.ecode);
 }
@@ -910,6 +922,182 @@ out:
 	node_close(&n);
 }
 
+/* ---- raw responders against a keyed initiator */
+
+enum rk { R_GOOD, R_BAD_PROOF, R_V1 };
+
+#define R_CM "CM data after the responder's proof"
+
+static const struct {
+	const char *what;
+	int result;		/* 1 FI_CONNECTED, 0 FI_ECONNREFUSED */
+	const char *log;	/* the client's warning */
+} rk[] = {
+	[R_GOOD] = { "a raw responder that sends nothing after its Reply "
+		     "with the right proof", 1, NULL },
+	[R_BAD_PROOF] = { "a Reply with a proof under another key", 0,
+			  "wrong proof in the Reply" },
+	[R_V1] = { "a Reply with a version 1 auth block (no proof)", 0,
+		   "no auth block of this version" },
+};
+
+static int raw_listen(int port)
+{
+	struct sockaddr_in a = {
+		.sin_family = AF_INET,
+		.sin_port = htons((uint16_t)port),
+		.sin_addr.s_addr = htonl(0x7f000001),
+	};
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 4)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The Reply's private data for case k: its length. */
+static size_t raw_reply_pd(uint8_t *pd, enum rk k, const struct raw *r,
+			   const uint8_t *nr)
+{
+	size_t off = k == R_V1 ? PD_AUTH : PD_AUTH_REPLY;
+
+	memset(pd, 0, PD_AUTH_REPLY);
+	memcpy(pd, "IWAK", 4);
+	pd[4] = k == R_V1 ? 1 : 2;
+	memcpy(pd + 8, nr, 16);
+	if (k != R_V1)
+		hmac(pd + PD_AUTH, k == R_BAD_PROOF ? KEY_B : KEY_A, 'R',
+		     r->nonce_i, nr);
+	memcpy(pd + off, R_CM, sizeof(R_CM));
+	return off + sizeof(R_CM);
+}
+
+/* Takes the next connection on lfd and answers its keyed Request. */
+static bool raw_reply(struct raw *r, int lfd, enum rk k, uint8_t *nr)
+{
+	struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+	struct mpa_frame f, rep = {
+		.kind = MPA_REPLY, .rev = 2, .crc = true, .enhanced = true,
+		.p2p = true, .ird = 8, .ord = 8,
+	};
+	uint8_t req[MPA_HDR_LEN + MPA_MAX_PD], pd[PD_AUTH_REPLY + 64];
+	uint8_t buf[MPA_HDR_LEN + MPA_MAX_PD];
+	struct iw_err err;
+	ssize_t n;
+
+	memset(r, 0, sizeof(*r));
+	r->fd = poll(&pfd, 1, WAIT_MS) == 1 ? accept(lfd, NULL, NULL) : -1;
+	n = r->fd < 0 ? -1 : read_frame(r->fd, req, sizeof(req));
+	if (n < 0 || mpa_frame_parse(req, (size_t)n, MPA_REQUEST, &f, &err) ||
+	    f.ulp_pd_len < PD_AUTH || memcmp(f.ulp_pd, "IWAK", 4) ||
+	    f.ulp_pd[4] != 2)
+		return false;
+	memcpy(r->nonce_i, f.ulp_pd + 8, 16);
+	fill(nr, 16, now_ms() ^ 0xa5a5);
+	rep.rtr = f.rtr & MPA_RTR_WRITE ? MPA_RTR_WRITE : MPA_RTR_SEND;
+	n = mpa_frame_build(buf, sizeof(buf), &rep, pd,
+			    raw_reply_pd(pd, k, r, nr));
+	return n > 0 && io_full(r->fd, buf, (size_t)n, false, WAIT_MS);
+}
+
+/* After the RTR: the initiator's proof, then its first user Send. */
+static void raw_after_good(struct raw *r, const uint8_t *nr, uint64_t seed)
+{
+	static uint8_t pay[DATA_LEN];
+	uint8_t want[MSG_AUTH];
+	struct ddp_hdr h;
+	size_t len = 0;
+
+	proof(want, KEY_A, 'I', r->nonce_i, nr);
+	check(raw_next(r, &h, pay, sizeof(pay), &len) &&
+	      raw_next(r, &h, pay, sizeof(pay), &len) &&
+	      h.opcode == RDMAP_SEND && len == MSG_AUTH &&
+	      !memcmp(pay, want, MSG_AUTH),
+	      "%s: after the RTR comes the initiator's proof, as "
+	      "iwarp_auth.h describes it", rk[R_GOOD].what);
+	check(raw_next(r, &h, pay, sizeof(pay), &len) &&
+	      h.opcode == RDMAP_SEND && len == DATA_LEN &&
+	      same(pay, DATA_LEN, seed),
+	      "%s: then the initiator's first user Send, intact",
+	      rk[R_GOOD].what);
+}
+
+static void rr_server(struct proc *p)
+{
+	struct rdmap_term t = { 0 };
+	struct raw r = { .fd = -1 };
+	uint8_t nr[16];
+	int lfd = raw_listen(p->port);
+	struct ctl m;
+
+	if (!check(lfd >= 0 && ctl_send(p, CTL_READY, 0, 0, 0, 0, 0),
+		   "raw responder listening"))
+		return;
+	while (ctl_expect(p, CTL_NEXT, &m, 15000) && m.v[0] <= R_V1) {
+		enum rk k = (enum rk)m.v[0];
+		bool ok = check(raw_reply(&r, lfd, k, nr),
+				"%s: the keyed Request answered", rk[k].what);
+
+		if (ok && k == R_GOOD)
+			raw_after_good(&r, nr, p->seed + 9);
+		else if (ok)
+			check(raw_until_term(&r, &t) &&
+			      t.layer == IW_LAYER_RDMAP &&
+			      t.etype == RDMAP_ETYPE_CATASTROPHIC && !t.ecode,
+			      "%s: the initiator ends the stream in a "
+			      "Terminate (%u/%u/%u)", rk[k].what, t.layer,
+			      t.etype, t.ecode);
+		ctl_expect(p, CTL_ACK, NULL, 15000);
+		raw_close(&r);
+		ctl_send(p, CTL_ACK, 0, 0, 0, 0, 0);
+	}
+	close(lfd);
+}
+
+static void rr_client(struct proc *p)
+{
+	struct eq_ev e;
+	struct node n;
+	enum rk k;
+	int got;
+
+	p->dom_key = KEY_A;
+	if (!check(!node_open(&n, p, NULL) &&
+		   ctl_expect(p, CTL_READY, NULL, 10000), "client ready"))
+		goto out;
+	for (k = R_GOOD; k <= R_V1; k++) {
+		memset(&e, 0, sizeof(e));
+		ctl_send(p, CTL_NEXT, k, 0, 0, 0, 0);
+		got = cli_connect_to(&n, n.info->dest_addr, NULL, 0);
+		got = got ? -1 : outcome(n.ep_eq, WAIT_MS, &e);
+		check(got == rk[k].result, "%s: %s (%s)", rk[k].what,
+		      rk[k].result ? "FI_CONNECTED" :
+		      "an error entry with FI_ECONNREFUSED", eq_ev_str(&e));
+		if (k == R_GOOD) {
+			check(got == 1 && e.data_len == sizeof(R_CM) &&
+			      !memcmp(e.u.cm.data, R_CM, sizeof(R_CM)),
+			      "%s: FI_CONNECTED carries the CM data after "
+			      "the proof (%zu octets)", rk[k].what, e.data_len);
+			check(got == 1 && send_pattern(&n, p->seed + 9),
+			      "%s: a Send right after FI_CONNECTED completes",
+			      rk[k].what);
+		}
+		ctl_send(p, CTL_ACK, 0, 0, 0, 0, 0);
+		ctl_expect(p, CTL_ACK, NULL, 15000);
+		node_close_ep(&n);
+		if (rk[k].log)
+			log_check(getpid(), "client", rk[k].log);
+	}
+	ctl_send(p, CTL_NEXT, 99, 0, 0, 0, 0);	/* the end */
+out:
+	node_close(&n);
+}
+
 /* ---- a recorded handshake, replayed */
 
 /* Forwards one connection both ways and records what the initiator
@@ -991,9 +1179,12 @@ static size_t recorded_handshake(const struct proxy *px, size_t *req_len)
 	return i == 2 && off <= px->rec_len ? off : 0;
 }
 
-/* A real keyed connection through the proxy, recorded. */
-static bool replay_record(struct node *n, struct proxy *px, int port)
+/* A real keyed connection through the proxy, recorded; kept until the
+ * server connected too (the initiator is connected on the Reply, its
+ * proof may still be on its way). */
+static bool replay_record(struct node *n, struct proxy *px, struct proc *p)
 {
+	int port = p->port;
 	struct sockaddr_in a = {
 		.sin_family = AF_INET,
 		.sin_port = htons((uint16_t)(port + 10)),
@@ -1006,6 +1197,7 @@ static bool replay_record(struct node *n, struct proxy *px, int port)
 		return false;
 	ok = !cli_connect_to(n, &a, NULL, 0) &&
 	     outcome(n->ep_eq, WAIT_MS, &e) == 1;
+	ok = ctl_expect(p, CTL_ACK, NULL, 10000) && ok;
 	fi_shutdown(n->ep, 0);
 	px->stop = true;
 	pthread_join(px->th, NULL);
@@ -1026,12 +1218,11 @@ static void replay_client(struct proc *p)
 	if (!check(!node_open(&n, p, NULL) &&
 		   ctl_expect(p, CTL_READY, NULL, 10000), "client ready"))
 		goto out;
-	check(replay_record(&n, &px, p->port),
+	check(replay_record(&n, &px, p),
 	      "a keyed connection through a recording proxy connects");
 	len = recorded_handshake(&px, &req_len);
 	check(len > req_len, "recorded the Request, the RTR and the proof "
 	      "(%zu octets)", len);
-	ctl_expect(p, CTL_ACK, NULL, 10000);
 	r.fd = raw_dial(p->port);
 	check(len && io_full(r.fd, px.rec, req_len, false, WAIT_MS) &&
 	      read_frame(r.fd, rep, sizeof(rep)) > 0 && !(rep[16] & 0x20) &&
@@ -1080,6 +1271,7 @@ static const struct msg_case cases[] = {
 	  .timeout_s = 30 },
 	{ "hostile initiators", hostile_client, hostile_server,
 	  .timeout_s = 90 },
+	{ "raw responders", rr_client, rr_server, .timeout_s = 60 },
 };
 
 /* The case's process: reports go to fd, warnings to a log file. */

@@ -15,7 +15,11 @@
  *   survivor carries data with the new one;
  * - with keys, the same forgery without a key is refused at once;
  * - a handshake recorded from a peer that held the key (its nonce and
- *   proof) and replayed on a new connection is torn down.
+ *   proof) and replayed on a new connection ends in a Terminate;
+ * - an engine responder whose Reply carries the right proof and that
+ *   sends nothing after it: the keyed initiator's send completes, its
+ *   proof and message arrive; with a wrong proof in the Reply the send
+ *   fails naming the job key and the initiator sends a Terminate.
  *
  * Wire images come from iwarp_auth.h and the man page (RDM WIRE FORMAT).
  * The parent never opens libfabric; every role is a forked child that
@@ -458,7 +462,9 @@ struct forger {
 	struct iw_pd *pd;
 	struct iw_qp *qp;
 	bool up, down, rejected;
-	uint8_t reply[64];	/* the Reply's private data */
+	bool remote;		/* down by the peer's Terminate: err */
+	struct iw_err err;
+	uint8_t reply[128];	/* the Reply's private data */
 	size_t reply_len;
 	uint8_t rbuf[4][128];
 	uint32_t rlen[4];
@@ -478,6 +484,8 @@ static void fg_cm(void *arg, struct iw_qp *qp, const struct iw_cm_event *ev)
 		return;
 	}
 	f->rejected = ev->type == IW_CM_REJECTED;
+	f->remote = ev->remote;
+	f->err = ev->err;
 	f->down = true;
 }
 
@@ -518,6 +526,18 @@ static void rdm_pd(uint8_t *p, int port, uint64_t inst)
 	iw_put64(p + 24, inst);
 }
 
+static void fg_post_recvs(struct forger *f)
+{
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		struct iw_sge s = { f->rbuf[i], sizeof(f->rbuf[i]) };
+		struct iw_recv_wr wr = { .sgl = &s, .num_sge = 1 };
+
+		iw_qp_post_recv(f->qp, &wr);
+	}
+}
+
 /* Connects to port with private data pd; drives until up or down. */
 static int fg_open(struct forger *f, int port, const uint8_t *pd,
 		   uint16_t len)
@@ -526,19 +546,13 @@ static int fg_open(struct forger *f, int port, const uint8_t *pd,
 	struct iw_conn_param p = { .pdata = pd, .pdata_len = len };
 	struct sockaddr_in to = { .sin_family = AF_INET,
 				  .sin_port = htons(port) };
-	int i;
 
 	memset(f, 0, sizeof(*f));
 	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (iw_dev_open(&f->dev) || iw_pd_alloc(f->dev, &f->pd) ||
 	    iw_qp_create(f->pd, &attr, &f->qp))
 		return -1;
-	for (i = 0; i < 4; i++) {
-		struct iw_sge s = { f->rbuf[i], sizeof(f->rbuf[i]) };
-		struct iw_recv_wr wr = { .sgl = &s, .num_sge = 1 };
-
-		iw_qp_post_recv(f->qp, &wr);
-	}
+	fg_post_recvs(f);
 	if (iw_qp_connect(f->qp, (struct sockaddr *)&to, sizeof(to), &p))
 		return -1;
 	fg_drive(f, 8, true);
@@ -594,22 +608,49 @@ static int role_spoof(void)
 
 /* ---- the recorded handshake */
 
-static void hmac_proof(uint8_t *msg, const char *key, const uint8_t *ni,
-		       const uint8_t *nr)
+/* HMAC-SHA256(key, "iwarp auth 2" | role | nonce_I | nonce_R) */
+static void hmac_role(uint8_t *mac, const char *key, char role,
+		      const uint8_t *ni, const uint8_t *nr)
 {
 	uint8_t in[12 + 1 + 32];
 	unsigned int len = 32;
 
-	memcpy(in, "iwarp auth 1", 12);
-	in[12] = 'I';
+	memcpy(in, "iwarp auth 2", 12);
+	in[12] = (uint8_t)role;
 	memcpy(in + 13, ni, 16);
 	memcpy(in + 29, nr, 16);
+	HMAC(EVP_sha256(), key, (int)strlen(key), in, sizeof(in), mac, &len);
+}
+
+/* The initiator's proof, a 40-octet Send. */
+static void hmac_proof(uint8_t *msg, const char *key, const uint8_t *ni,
+		       const uint8_t *nr)
+{
 	memset(msg, 0, 40);
 	memcpy(msg, "IWAM", 4);
-	msg[4] = 1;
+	msg[4] = 2;
 	msg[5] = 'I';
-	HMAC(EVP_sha256(), key, (int)strlen(key), in, sizeof(in), msg + 8,
-	     &len);
+	hmac_role(msg + 8, key, 'I', ni, nr);
+}
+
+/* The Reply proves the key: version 2 block, HMAC 'R' over both nonces
+ * (iwarp_auth.h). */
+static bool reply_proves(const struct forger *f, const char *key,
+			 const uint8_t *ni)
+{
+	uint8_t want[32];
+
+	if (f->reply_len < 56 + 32 || memcmp(f->reply, "IWAK\2", 5))
+		return false;
+	hmac_role(want, key, 'R', ni, f->reply + 8);
+	return !memcmp(f->reply + 24, want, sizeof(want));
+}
+
+/* Ended by the peer's Terminate: RDMAP, local catastrophic, code 0. */
+static bool terminated(const struct forger *f)
+{
+	return f->down && f->remote && f->err.layer == IW_LAYER_RDMAP &&
+	       f->err.etype == RDMAP_ETYPE_CATASTROPHIC && !f->err.ecode;
 }
 
 /*
@@ -620,7 +661,7 @@ static void hmac_proof(uint8_t *msg, const char *key, const uint8_t *ni,
  */
 static int role_replay(void)
 {
-	uint8_t pd[56] = { 'I', 'W', 'A', 'K', 1 }, proof[40];
+	uint8_t pd[56] = { 'I', 'W', 'A', 'K', 2 }, proof[40];
 	struct forger f;
 	bool kept, gone;
 	int ret;
@@ -628,28 +669,166 @@ static int role_replay(void)
 	memset(pd + 8, 0x42, 16);	/* the recorded nonce */
 	rdm_pd(pd + 24, PFAKE, 0xabcdef01ULL);
 	ret = fg_open(&f, PB, pd, sizeof(pd));
-	kept = !ret && f.reply_len >= 56 && !memcmp(f.reply, "IWAK", 4);
+	kept = !ret && reply_proves(&f, "secret", pd + 8);
 	if (kept) {
 		hmac_proof(proof, "secret", pd + 8, f.reply + 8);
 		fg_send(&f, proof, sizeof(proof));
 		fg_drive(&f, 1, false);
 	}
-	kept = kept && !f.down && f.nrecv == 1 && f.rlen[0] == 40 &&
-	       !memcmp(f.rbuf[0], "IWAM", 4) && f.rbuf[0][5] == 'R';
-	check(kept, "replay: a peer that holds the key gets in and gets the "
-	      "endpoint's proof (%s, %d messages)", ret ? "refused" :
-	      f.down ? "closed" : "up", f.nrecv);
+	kept = kept && !f.down && f.nrecv == 0;
+	check(kept, "replay: a peer that holds the key gets the endpoint's "
+	      "proof in the Reply and gets in, no Send from the endpoint "
+	      "(%s, %d messages)", ret ? "refused" : f.down ? "closed" : "up",
+	      f.nrecv);
 	fg_close(&f);
 	usleep(300000);
 	ret = fg_open(&f, PB, pd, sizeof(pd));
 	if (!ret)
 		fg_send(&f, proof, sizeof(proof));
 	fg_drive(&f, 3, false);
-	gone = !ret && f.down;
+	gone = !ret && terminated(&f);
 	check(gone, "replay: the recorded nonce and proof on a new connection "
-	      "are refused, the connection torn down (%s)", ret ?
-	      "no connection" : f.down ? "torn down" : "still up");
+	      "are refused: a Terminate (%s, %u/%u/%u)", ret ?
+	      "no connection" : !f.down ? "still up" : f.remote ?
+	      "Terminate" : "no Terminate", f.err.layer, f.err.etype,
+	      f.err.ecode);
 	fg_close(&f);
+	return 0;
+}
+
+/* ---- a responder that proves the key in its Reply, then sends nothing */
+
+struct responder {
+	struct forger f;
+	struct iw_listener *l;
+	const char *key;	/* its proof's */
+	uint8_t ni[16], nr[16];
+};
+
+/* Accepts a keyed RDM Request: the Reply is the auth block with our
+ * proof, then RDM connection data claiming PB. */
+static void rs_request(void *arg, struct iw_conn_req *req,
+		       const struct iw_cm_event *ev)
+{
+	struct responder *rs = arg;
+	struct forger *f = &rs->f;
+	struct iw_qp_attr attr = { .ops = &fg_ops, .arg = f };
+	uint8_t pd[56 + 32] = { 'I', 'W', 'A', 'K', 2 };
+	struct iw_conn_param p = { .pdata = pd, .pdata_len = sizeof(pd) };
+
+	if (f->qp || ev->pdata_len < 24 || memcmp(ev->pdata, "IWAK\2", 5) ||
+	    iw_qp_create(f->pd, &attr, &f->qp)) {
+		iw_reject(req, NULL, 0);
+		return;
+	}
+	memcpy(rs->ni, ev->pdata + 8, 16);
+	pat_fill(rs->nr, 16, (uint64_t)getpid(), 0);
+	memcpy(pd + 8, rs->nr, 16);
+	hmac_role(pd + 24, rs->key, 'R', rs->ni, rs->nr);
+	rdm_pd(pd + 56, PB, 0x7e5700ULL);
+	fg_post_recvs(f);
+	if (iw_accept(req, f->qp, &p))
+		f->down = true;
+}
+
+static const struct iw_listener_ops rs_ops = { .conn_request = rs_request };
+
+/* Drives the listener and the connection until cond or secs. */
+#define RS_DRIVE(rs, secs, cond) do {					\
+	double end_ = tap_now() + (secs);				\
+									\
+	while (tap_now() < end_ && !(cond)) {				\
+		iw_listener_progress((rs)->l);				\
+		if ((rs)->f.qp)						\
+			iw_qp_progress((rs)->f.qp);			\
+	}								\
+} while (0)
+
+/* A message received after the proof ends with the initiator's 64
+ * octets of pattern PA. */
+static bool rs_got_message(const struct forger *f)
+{
+	int i;
+
+	for (i = 1; i < f->nrecv; i++)
+		if (f->rlen[i] >= 64 &&
+		    pat_diff(f->rbuf[i] + f->rlen[i] - 64, 64, PA, 0) ==
+			    SIZE_MAX)
+			return true;
+	return false;
+}
+
+static void rs_check(struct responder *rs, bool bad)
+{
+	struct forger *f = &rs->f;
+	uint8_t want[40];
+
+	if (bad) {
+		RS_DRIVE(rs, 10, f->down);
+		check(terminated(f), "responder with a wrong proof: the "
+		      "initiator ends the stream in a Terminate (%s, %u/%u/%u)",
+		      !f->down ? "still up" : f->remote ? "Terminate" :
+		      "no Terminate", f->err.layer, f->err.etype, f->err.ecode);
+		return;
+	}
+	RS_DRIVE(rs, 10, f->down || rs_got_message(f));
+	hmac_proof(want, rs->key, rs->ni, rs->nr);
+	check(f->up && !f->down && f->nrecv >= 2 && f->rlen[0] == 40 &&
+	      !memcmp(f->rbuf[0], want, 40) && rs_got_message(f),
+	      "responder that sends nothing after its Reply: the initiator's "
+	      "proof, as iwarp_auth.h describes it, then its tagged message "
+	      "(%s, %d messages)", f->down ? "down" : f->up ? "up" : "never up",
+	      f->nrecv);
+}
+
+static int role_responder(void)
+{
+	static struct responder rs;
+	bool bad = getenv("RESP_BAD") != NULL;
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(PB) };
+	struct pollfd pf = { .fd = ctl_fd, .events = POLLIN };
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	rs.key = bad ? "other" : "secret";
+	if (iw_dev_open(&rs.f.dev) || iw_pd_alloc(rs.f.dev, &rs.f.pd) ||
+	    iw_listen(rs.f.dev, (struct sockaddr *)&a, sizeof(a), 4, NULL,
+		      &rs_ops, &rs, &rs.l)) {
+		check(0, "responder listening at %d", PB);
+		return 1;
+	}
+	say(ctl_fd);
+	rs_check(&rs, bad);
+	RS_DRIVE(&rs, 15, poll(&pf, 1, 0) > 0);	/* the parent's step */
+	iw_listener_close(rs.l);
+	fg_close(&rs.f);
+	return 0;
+}
+
+/* A keyed initiator's first send to the responder above. */
+static int role_initiator(void)
+{
+	bool bad = getenv("RESP_BAD") != NULL;
+	struct fi_cq_err_entry err;
+	char text[256] = "";
+	int sctx, s;
+
+	pat_fill(me.out, 64, PA, 0);
+	fi_tsend(me.ep, me.out, 64, NULL, me.peer, 7, &sctx);
+	s = wait_ctx(&sctx, 8, &err);
+	if (s < 0)
+		fi_cq_strerror(me.cq, err.prov_errno, err.err_data, text,
+			       sizeof(text));
+	if (bad)
+		check(s < 0 && err.err == FI_ECONNREFUSED &&
+		      strstr(text, "job key"), "initiator: a Reply with a "
+		      "wrong proof fails the send with FI_ECONNREFUSED naming "
+		      "the job key (got %d, \"%s\")", s, text);
+	else
+		check(s == 1, "initiator: its send completes though the "
+		      "responder sent nothing after its Reply (%d)", s);
+	say(ctl_fd);
+	serve(15);
 	return 0;
 }
 
@@ -869,6 +1048,27 @@ static void test_attack(const char *tag, const char *const *env,
 	log_check(&b, logline);
 }
 
+/* A keyed initiator against a responder whose Reply carries its proof. */
+static void test_responder(bool bad)
+{
+	static const char *const rb[] = { "RESP_BAD=1", NULL };
+	static const char *const ib[] = { "FI_IWARP_AUTH_KEY=secret",
+					  "RESP_BAD=1", NULL };
+	struct kid r = { bad ? "bad responder" : "responder", 1 };
+	struct kid i = { bad ? "initiator of bad" : "initiator", 1 };
+	double end = tap_now() + 40;
+
+	kid_start(&r, role_responder, 0, 0, bad ? rb : NOKEY, -1, -1);
+	wait_step(&r, 10);
+	kid_start(&i, role_initiator, PA, PB, bad ? ib : KEY, -1, -1);
+	wait_step(&i, 15);
+	step(&r);
+	step(&i);
+	kid_finish(&r, end);
+	kid_finish(&i, end);
+	log_check(&i, bad ? "wrong proof in its Reply" : "proved the job key");
+}
+
 static void test_restart(void)
 {
 	struct kid v = { "restart victim", 1 }, s = { "restart survivor", 2 };
@@ -920,6 +1120,8 @@ int main(void)
 		    "carries no job key");
 	test_attack("replay", KEY, &rec, role_replay, NOKEY,
 		    "wrong proof");
+	test_responder(false);
+	test_responder(true);
 	if (tap_failed) {
 		tap_diag("logs in %s", logdir);
 	} else {

@@ -4,15 +4,16 @@
 #include "iwarp_auth.h"
 #include "iwarp/wire.h"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <string.h>
 
 #define IWARP_AUTH_PD_MAGIC 0x4957414bu	/* "IWAK" */
 #define IWARP_AUTH_MSG_MAGIC 0x4957414du	/* "IWAM" */
-#define IWARP_AUTH_LABEL "iwarp auth 1"
+#define IWARP_AUTH_LABEL "iwarp auth 2"
 
 static int iwarp_auth_key_set(struct iwarp_auth_key *k, const void *key,
 			      size_t len)
@@ -64,23 +65,57 @@ int iwarp_auth_start(struct iwarp_auth *a, bool initiator)
 	return 0;
 }
 
-void iwarp_auth_pd_put(uint8_t *p, const struct iwarp_auth *a)
+/*
+ * OpenSSL 3 looks an algorithm up by name at every one-shot HMAC():
+ * HMAC-SHA256 is set up once per process instead, as a context without
+ * a key that each HMAC copies. Released at provider cleanup
+ * (iwarp_auth_fini), as the provider may be unloaded before exit.
+ */
+static EVP_MAC *iwarp_auth_hmac;
+static EVP_MAC_CTX *iwarp_auth_tmpl;
+static pthread_mutex_t iwarp_auth_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static EVP_MAC_CTX *iwarp_auth_tmpl_new(void)
 {
-	memset(p, 0, IWARP_AUTH_PD_LEN);
-	iw_put32(p, IWARP_AUTH_PD_MAGIC);
-	p[4] = IWARP_AUTH_VERSION;
-	memcpy(p + 8, a->initiator ? a->nonce_i : a->nonce_r,
-	       IWARP_AUTH_NONCE_LEN);
+	OSSL_PARAM par[] = {
+		OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+						 (char *)"SHA256", 0),
+		OSSL_PARAM_construct_end(),
+	};
+	EVP_MAC_CTX *t;
+
+	if (!iwarp_auth_hmac)
+		iwarp_auth_hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+	t = iwarp_auth_hmac ? EVP_MAC_CTX_new(iwarp_auth_hmac) : NULL;
+	if (t && !EVP_MAC_CTX_set_params(t, par)) {
+		EVP_MAC_CTX_free(t);
+		t = NULL;
+	}
+	return t;
 }
 
-int iwarp_auth_pd_get(struct iwarp_auth *a, const uint8_t *pd, size_t len)
+/* A fresh HMAC-SHA256 context, or NULL. */
+static EVP_MAC_CTX *iwarp_auth_ctx(void)
 {
-	if (len < IWARP_AUTH_PD_LEN || iw_get32(pd) != IWARP_AUTH_PD_MAGIC ||
-	    pd[4] != IWARP_AUTH_VERSION)
-		return -FI_EINVAL;
-	memcpy(a->initiator ? a->nonce_r : a->nonce_i, pd + 8,
-	       IWARP_AUTH_NONCE_LEN);
-	return 0;
+	EVP_MAC_CTX *c = NULL;
+
+	pthread_mutex_lock(&iwarp_auth_lock);
+	if (!iwarp_auth_tmpl)
+		iwarp_auth_tmpl = iwarp_auth_tmpl_new();
+	if (iwarp_auth_tmpl)
+		c = EVP_MAC_CTX_dup(iwarp_auth_tmpl);
+	pthread_mutex_unlock(&iwarp_auth_lock);
+	return c;
+}
+
+void iwarp_auth_fini(void)
+{
+	pthread_mutex_lock(&iwarp_auth_lock);
+	EVP_MAC_CTX_free(iwarp_auth_tmpl);
+	EVP_MAC_free(iwarp_auth_hmac);
+	iwarp_auth_tmpl = NULL;
+	iwarp_auth_hmac = NULL;
+	pthread_mutex_unlock(&iwarp_auth_lock);
 }
 
 /* HMAC-SHA256(key, label | role | nonce_I | nonce_R) */
@@ -88,8 +123,9 @@ static int iwarp_auth_mac(uint8_t *mac, const struct iwarp_auth_key *k,
 			  const struct iwarp_auth *a, uint8_t role)
 {
 	uint8_t in[sizeof(IWARP_AUTH_LABEL) + 2 * IWARP_AUTH_NONCE_LEN];
-	unsigned int len = IWARP_AUTH_MAC_LEN;
-	size_t n = sizeof(IWARP_AUTH_LABEL) - 1;
+	size_t n = sizeof(IWARP_AUTH_LABEL) - 1, len = 0;
+	EVP_MAC_CTX *c = iwarp_auth_ctx();
+	int ok;
 
 	memcpy(in, IWARP_AUTH_LABEL, n);
 	in[n++] = role;
@@ -97,10 +133,58 @@ static int iwarp_auth_mac(uint8_t *mac, const struct iwarp_auth_key *k,
 	memcpy(in + n + IWARP_AUTH_NONCE_LEN, a->nonce_r,
 	       IWARP_AUTH_NONCE_LEN);
 	n += 2 * IWARP_AUTH_NONCE_LEN;
-	if (!HMAC(EVP_sha256(), k->key, (int)k->len, in, n, mac, &len) ||
-	    len != IWARP_AUTH_MAC_LEN)
+	ok = c && EVP_MAC_init(c, k->key, k->len, NULL) &&
+	     EVP_MAC_update(c, in, n) &&
+	     EVP_MAC_final(c, mac, &len, IWARP_AUTH_MAC_LEN) &&
+	     len == IWARP_AUTH_MAC_LEN;
+	EVP_MAC_CTX_free(c);
+	return ok ? 0 : -FI_EIO;
+}
+
+/* The peer's proof `got` for role: 0 (a->verified set), -FI_EACCES. */
+static int iwarp_auth_verify(struct iwarp_auth *a,
+			     const struct iwarp_auth_key *k, uint8_t role,
+			     const uint8_t *got)
+{
+	uint8_t mac[IWARP_AUTH_MAC_LEN];
+
+	if (iwarp_auth_mac(mac, k, a, role))
 		return -FI_EIO;
+	if (CRYPTO_memcmp(mac, got, IWARP_AUTH_MAC_LEN))
+		return -FI_EACCES;
+	a->verified = true;
 	return 0;
+}
+
+static void iwarp_auth_head(uint8_t *p, uint32_t magic, size_t len)
+{
+	memset(p, 0, len);
+	iw_put32(p, magic);
+	p[4] = IWARP_AUTH_VERSION;
+}
+
+int iwarp_auth_pd_put(uint8_t *p, const struct iwarp_auth_key *k,
+		      const struct iwarp_auth *a)
+{
+	iwarp_auth_head(p, IWARP_AUTH_PD_MAGIC,
+			iwarp_auth_pd_len(a->initiator));
+	memcpy(p + 8, a->initiator ? a->nonce_i : a->nonce_r,
+	       IWARP_AUTH_NONCE_LEN);
+	return a->initiator ? 0 : iwarp_auth_mac(p + IWARP_AUTH_PD_LEN, k, a,
+						 'R');
+}
+
+int iwarp_auth_pd_get(struct iwarp_auth *a, const struct iwarp_auth_key *k,
+		      const uint8_t *pd, size_t len)
+{
+	if (len < iwarp_auth_pd_len(!a->initiator) ||
+	    iw_get32(pd) != IWARP_AUTH_PD_MAGIC ||
+	    pd[4] != IWARP_AUTH_VERSION)
+		return -FI_EINVAL;
+	memcpy(a->initiator ? a->nonce_r : a->nonce_i, pd + 8,
+	       IWARP_AUTH_NONCE_LEN);
+	return a->initiator ? iwarp_auth_verify(a, k, 'R',
+						pd + IWARP_AUTH_PD_LEN) : 0;
 }
 
 int iwarp_auth_msg_put(uint8_t *p, const struct iwarp_auth_key *k,
@@ -108,9 +192,7 @@ int iwarp_auth_msg_put(uint8_t *p, const struct iwarp_auth_key *k,
 {
 	uint8_t role = a->initiator ? 'I' : 'R';
 
-	memset(p, 0, IWARP_AUTH_MSG_LEN);
-	iw_put32(p, IWARP_AUTH_MSG_MAGIC);
-	p[4] = IWARP_AUTH_VERSION;
+	iwarp_auth_head(p, IWARP_AUTH_MSG_MAGIC, IWARP_AUTH_MSG_LEN);
 	p[5] = role;
 	return iwarp_auth_mac(p + 8, k, a, role);
 }
@@ -119,16 +201,10 @@ int iwarp_auth_msg_check(struct iwarp_auth *a, const struct iwarp_auth_key *k,
 			 const uint8_t *p, size_t len)
 {
 	uint8_t role = a->initiator ? 'R' : 'I';
-	uint8_t mac[IWARP_AUTH_MAC_LEN];
 
 	if (len != IWARP_AUTH_MSG_LEN ||
 	    iw_get32(p) != IWARP_AUTH_MSG_MAGIC ||
 	    p[4] != IWARP_AUTH_VERSION || p[5] != role)
 		return -FI_EINVAL;
-	if (iwarp_auth_mac(mac, k, a, role))
-		return -FI_EIO;
-	if (CRYPTO_memcmp(mac, p + 8, IWARP_AUTH_MAC_LEN))
-		return -FI_EACCES;
-	a->verified = true;
-	return 0;
+	return iwarp_auth_verify(a, k, role, p + 8);
 }

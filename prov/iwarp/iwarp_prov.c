@@ -5,12 +5,14 @@
  * libiwarp-fi.so.
  */
 #include "iwarp.h"
+#include "iwarp_auth.h"
 
 #include <stdio.h>
 
 static void iwarp_cleanup(void)
 {
 	iwarp_params_fini();
+	iwarp_auth_fini();
 }
 
 /* "major.minor[.patch]" of the package becomes the provider version. */

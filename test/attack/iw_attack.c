@@ -12,9 +12,9 @@
  *	follows in an FPDU. Reports what came back. With -k KEY the Request
  *	carries a job-key auth block (prov/iwarp/iwarp_auth.h) with a fresh
  *	nonce before the RDM data, and an accepted Reply's auth block gives
- *	the target's nonce: the RTR is followed by our proof (HMAC-SHA256
- *	under KEY), the target's proof is checked with KEY, and the octets
- *	it sends besides its proof and a Terminate are counted.
+ *	the target's nonce and proof, checked with KEY; the RTR is followed
+ *	by our proof (HMAC-SHA256 under KEY), and the octets the target
+ *	sends besides a Terminate are counted.
  *   iw_attack [options] garbage HOST:PORT[,HOST:PORT...] N
  *	N connections (dealt round robin over the targets) sending seeded
  *	random octets: pure noise, the MPA key then noise, a valid header
@@ -54,10 +54,10 @@
  * reset or rejected, or not); NONE-ACCEPTED or ACCEPTED (halfopen);
  * RECORDED (record). After an accepted keyed Reply (spoof -k, replay of
  * a POST) the details end "[keyed: theirs=T end=E extra=N]": T the
- * target's proof, OK or BAD under -k, UNCHECKED without, NONE if none
- * came; E how the connection ended within -a seconds: OPEN (it did not),
- * CLOSED, RESET or TERMINATE; N the octets that came besides the
- * target's proof and a Terminate: data of the job. The exit status is 0 once the attack was carried
+ * target's proof in its Reply, OK or BAD under -k, UNCHECKED without,
+ * NONE if the Reply has none; E how the connection ended within -a
+ * seconds: OPEN (it did not), CLOSED, RESET or TERMINATE; N the octets
+ * that came besides a Terminate: data of the job. The exit status is 0 once the attack was carried
  * out, whatever the answer; 1 when it could not be (no connection, bad
  * file), 2 on a usage error.
  */
@@ -107,9 +107,10 @@
 #define RDM_KEYREF 0x20	/* Reject: refused for the job key */
 #define AUTH_PD_MAGIC "IWAK"
 #define AUTH_MSG_MAGIC "IWAM"
-#define AUTH_LABEL "iwarp auth 1"
-#define AUTH_VERSION 1
+#define AUTH_LABEL "iwarp auth 2"
+#define AUTH_VERSION 2
 #define AUTH_PD_LEN 24
+#define AUTH_REPLY_LEN 56	/* with the responder's proof */
 #define AUTH_NONCE_LEN 16
 #define AUTH_MSG_LEN 40
 #define AUTH_MAC_LEN 32
@@ -460,6 +461,7 @@ static void after_rtr(int fd, char *what, size_t cap)
 
 static const char *auth_key;	/* -k: the key our proof is made with */
 static uint8_t nonce_i[AUTH_NONCE_LEN], nonce_r[AUTH_NONCE_LEN];
+static uint8_t proof_r[AUTH_MAC_LEN];	/* the Reply's */
 
 /* Our auth block with a fresh nonce_I, in front of the RDM data. */
 static void auth_pd(uint8_t *p)
@@ -474,7 +476,7 @@ static void auth_pd(uint8_t *p)
 	memcpy(p + 8, nonce_i, AUTH_NONCE_LEN);
 }
 
-/* HMAC-SHA256(key, "iwarp auth 1" | role | nonce_I | nonce_R) */
+/* HMAC-SHA256(key, "iwarp auth 2" | role | nonce_I | nonce_R) */
 static void auth_mac(uint8_t *mac, uint8_t role)
 {
 	uint8_t in[sizeof(AUTH_LABEL) + 2 * AUTH_NONCE_LEN];
@@ -510,17 +512,15 @@ static size_t proof_fpdu(uint8_t *out, bool crc)
 	return fpdu(out, u, sizeof(u), crc);
 }
 
-/* The target's proof (40 octets): OK, BAD, or UNCHECKED without -k */
-static const char *proof_check(const uint8_t *m)
+/* The target's proof in its Reply: OK, BAD, or UNCHECKED without -k */
+static const char *proof_check(void)
 {
 	uint8_t mac[AUTH_MAC_LEN];
 
 	if (!auth_key)
 		return "UNCHECKED";
-	if (m[4] != AUTH_VERSION || m[5] != 'R')
-		return "BAD";
 	auth_mac(mac, 'R');
-	return CRYPTO_memcmp(mac, m + 8, AUTH_MAC_LEN) ? "BAD" : "OK";
+	return CRYPTO_memcmp(mac, proof_r, AUTH_MAC_LEN) ? "BAD" : "OK";
 }
 
 /* ---- what an MPA Reply says */
@@ -528,7 +528,7 @@ static const char *proof_check(const uint8_t *m)
 struct reply {
 	uint8_t b[HDR_LEN + MAX_PD];
 	size_t pd_len;
-	bool rejected, crc, auth;	/* auth: it carries an auth block */
+	bool rejected, crc, auth;	/* auth: an auth block with a proof */
 	char rtr;			/* the RTR it allows: W, R, S or 0 */
 	char detail[240];
 };
@@ -602,13 +602,15 @@ static void reply_parse(struct reply *r)
 		pd += 4;
 		n -= 4;
 	}
-	r->auth = n >= AUTH_PD_LEN && !memcmp(pd, AUTH_PD_MAGIC, 4);
+	r->auth = n >= AUTH_REPLY_LEN && !memcmp(pd, AUTH_PD_MAGIC, 4) &&
+		  pd[4] == AUTH_VERSION;
 	if (r->auth) {
 		memcpy(nonce_r, pd + 8, AUTH_NONCE_LEN);
+		memcpy(proof_r, pd + AUTH_PD_LEN, AUTH_MAC_LEN);
 		l += snprintf(r->detail + l, cap - (size_t)l, ", an auth "
-			      "block (the target's nonce)");
-		pd += AUTH_PD_LEN;
-		n -= AUTH_PD_LEN;
+			      "block (the target's nonce and proof)");
+		pd += AUTH_REPLY_LEN;
+		n -= AUTH_REPLY_LEN;
 	}
 	if (n >= RDM_PD_LEN && !memcmp(pd, RDM_MAGIC, 4))
 		rdm_flags(r->detail + l, cap - (size_t)l, pd[4]);
@@ -622,7 +624,7 @@ struct watch {
 	const char *theirs;	/* their proof: OK, BAD, UNCHECKED, NONE */
 	const char *end;	/* OPEN, CLOSED, RESET, TERMINATE */
 	char term[64];
-	size_t extra;		/* octets other than their proof, Terminate */
+	size_t extra;		/* octets other than a Terminate */
 };
 
 static size_t fpdu_total(size_t ulen)
@@ -643,23 +645,18 @@ static void watch_fpdu(struct watch *w, const uint8_t *p, size_t total)
 			 "code 0x%02x)", p[20] >> 4, p[20] & 0x0f, p[21]);
 		return;
 	}
-	if (untagged && op >= OP_SEND && op <= OP_SEND + 3 &&
-	    ulen == 18 + AUTH_MSG_LEN && !strcmp(w->theirs, "NONE") &&
-	    !memcmp(p + 20, AUTH_MSG_MAGIC, 4)) {
-		w->theirs = proof_check(p + 20);
-		return;
-	}
 	w->extra += total;
 }
 
 /* Reads FPDUs for after_s seconds, or until the target ends it. */
-static void watch_keyed(int fd, struct watch *w)
+static void watch_keyed(int fd, const struct reply *r, struct watch *w)
 {
 	uint8_t b[8192];
 	double deadline = now_s() + after_s;
 	size_t have = 0, t;
 
-	*w = (struct watch){ .theirs = "NONE", .end = "OPEN" };
+	*w = (struct watch){ .theirs = r->auth ? proof_check() : "NONE",
+			     .end = "OPEN" };
 	while (strcmp(w->end, "TERMINATE")) {
 		struct pollfd pf = { .fd = fd, .events = POLLIN };
 		double left = deadline - now_s();
@@ -712,7 +709,7 @@ static void keyed_after(int fd, const struct reply *r, const uint8_t *post,
 			 r->detail);
 		return;
 	}
-	watch_keyed(fd, &w);
+	watch_keyed(fd, r, &w);
 	snprintf(answer, cap, "ACCEPTED (%s; %s; then %s%s, %zu octets "
 		 "beyond the handshake) [keyed: theirs=%s end=%s extra=%zu]",
 		 r->detail, sent, w.end, w.term, w.extra, w.theirs, w.end,

@@ -2,10 +2,12 @@
 /*
  * libFuzzer: a keyed handshake as the peer sends it. Octet 0 bit 0: we
  * are the initiator (the input is a Reply) or the responder (a Request);
- * then the MPA frame, whose private data must start with an auth block,
- * then the peer's first FPDU, whose Send must be its auth message. The
- * key and our nonce are fixed; an auth message is accepted only if it is
- * octet for octet the one iwarp_auth_msg_put makes for the peer.
+ * then the MPA frame, whose private data must start with an auth block.
+ * A Reply's block is accepted only if its proof is octet for octet the
+ * one iwarp_auth_pd_put makes for the responder. After a Request comes
+ * the initiator's first FPDU, whose Send must be its auth message,
+ * accepted only if it is octet for octet the one iwarp_auth_msg_put
+ * makes for the initiator. The key and our nonce are fixed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +69,29 @@ static void check_msg(struct iwarp_auth *a, const uint8_t *m, size_t len)
 	free(copy);
 }
 
+/* The Reply's block pd (ret: what iwarp_auth_pd_get said of it). */
+static void check_reply(struct iwarp_auth *a, const uint8_t *pd, size_t len,
+			int ret)
+{
+	struct iwarp_auth peer = *a, again = *a;
+	uint8_t want[IWARP_AUTH_REPLY_LEN];
+
+	if (ret && ret != -FI_EINVAL && ret != -FI_EACCES)
+		abort();
+	if (ret == -FI_EINVAL)
+		return;
+	if (len < IWARP_AUTH_REPLY_LEN || memcmp(pd, "IWAK\2", 5) ||
+	    a->verified != !ret)
+		abort();	/* a proof taken from something else */
+	peer.initiator = false;
+	if (iwarp_auth_pd_put(want, &key, &peer) ||
+	    iwarp_auth_pd_get(&again, &key, want, sizeof(want)))
+		abort();	/* the round trip always checks */
+	if (!ret != !memcmp(pd + IWARP_AUTH_PD_LEN, want + IWARP_AUTH_PD_LEN,
+			    IWARP_AUTH_MAC_LEN))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct iwarp_auth a = { 0 };
@@ -76,6 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *m;
 	uint8_t *copy;
 	size_t flen, mlen = 0;
+	int ret;
 
 	if (size < 1)
 		return 0;
@@ -85,8 +111,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	       IWARP_AUTH_NONCE_LEN);
 	copy = malloc(size - 1 ? size - 1 : 1);
 	memcpy(copy, data + 1, size - 1);
-	if (mpa_frame_parse(copy, size - 1, kind, &f, &err) ||
-	    iwarp_auth_pd_get(&a, f.ulp_pd, f.ulp_pd_len))
+	if (mpa_frame_parse(copy, size - 1, kind, &f, &err))
+		goto out;
+	ret = iwarp_auth_pd_get(&a, &key, f.ulp_pd, f.ulp_pd_len);
+	if (a.initiator)
+		check_reply(&a, f.ulp_pd, f.ulp_pd_len, ret);
+	if (a.initiator || ret)
 		goto out;
 	if (f.ulp_pd_len < IWARP_AUTH_PD_LEN || memcmp(f.ulp_pd, "IWAK", 4))
 		abort();	/* a block was taken from something else */

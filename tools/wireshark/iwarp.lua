@@ -97,6 +97,8 @@ local F = {
 	job_version  = ProtoField.uint8("iwarp_ext.job.version", "Version", base.DEC),
 	job_flags    = ProtoField.uint8("iwarp_ext.job.flags", "Flags", base.HEX),
 	job_nonce    = ProtoField.bytes("iwarp_ext.job.nonce", "Nonce"),
+	job_role     = ProtoField.string("iwarp_ext.job.role", "Role of the proof"),
+	job_mac      = ProtoField.bytes("iwarp_ext.job.mac", "HMAC-SHA256 proof"),
 	jmsg         = ProtoField.none("iwarp_ext.job.msg", "Job-key auth message"),
 	jmsg_magic   = ProtoField.uint32("iwarp_ext.job.msg.magic", "Magic", base.HEX),
 	jmsg_version = ProtoField.uint8("iwarp_ext.job.msg.version", "Version", base.DEC),
@@ -213,24 +215,33 @@ end
 ---------------------------------------------------------------------------
 -- JOB-KEY HANDSHAKE: with a job key, each side's MPA private data starts
 -- (after RFC 6581's 4 octets) with a 24-octet auth block, "IWAK", version,
--- flags, 2 reserved, a 16-octet nonce; and each side's first Send is a
--- 40-octet auth message, "IWAM", version, role 'I'/'R', 2 reserved, then
--- HMAC-SHA256(key, "iwarp auth 1" | role | nonce_I | nonce_R).
+-- flags, 2 reserved, a 16-octet nonce; from version 2 the Reply's block
+-- goes on with the responder's 32-octet proof. The initiator's first Send
+-- (version 1: each side's) is a 40-octet auth message, "IWAM", version,
+-- role 'I'/'R', 2 reserved, then the proof. A proof is
+-- HMAC-SHA256(key, "iwarp auth <version>" | role | nonce_I | nonce_R).
 local JOB_MAGIC, JMSG_MAGIC = 0x4957414b, 0x4957414d
 
 -- The auth block at the start of range: octets consumed (0: none there)
-local function dissect_job_key(range, pinfo, tree)
+local function dissect_job_key(range, pinfo, tree, is_req)
 	if range:len() < 24 or range(0, 4):uint() ~= JOB_MAGIC then
 		return 0
 	end
-	local t = tree:add(F.job, range(0, 24))
+	local proof = not is_req and range(4, 1):uint() >= 2 and range:len() >= 56
+	local len = proof and 56 or 24
+	local t = tree:add(F.job, range(0, len))
 	t:add(F.job_magic, range(0, 4)):append_text(" (\"IWAK\")")
 	t:add(F.job_version, range(4, 1))
 	t:add(F.job_flags, range(5, 1))
 	t:add(F.job_nonce, range(8, 16))
 	t:append_text(", nonce " .. range(8, 16):bytes():tohex())
-	pinfo.cols.info:append(" JOBKEY")
-	return 24
+	if proof then
+		t:add(F.job_role, "R (responder)"):set_generated()
+		t:add(F.job_mac, range(24, 32))
+		t:append_text(", the responder's proof")
+	end
+	pinfo.cols.info:append(proof and " JOBKEY proof R" or " JOBKEY")
+	return len
 end
 
 -- A Send payload that is an auth message: true when it was one
@@ -322,7 +333,7 @@ local function dissect_setup(pdfi, keyfi, pinfo, tree)
 		off = 4
 	end
 	if r:len() <= off then return end
-	off = off + dissect_job_key(r(off), pinfo, t)
+	off = off + dissect_job_key(r(off), pinfo, t, is_req)
 	if r:len() <= off then return end
 	local rest = r(off)
 	if rest:len() >= 4 and rest(0, 4):uint() == 0x49575244 then

@@ -66,10 +66,11 @@ void iwarp_ext_put(uint8_t *p, uint8_t flags);
 uint8_t iwarp_ext_get(const uint8_t **pd, uint16_t *len);
 
 /*
- * A keyed endpoint's handshake (iwarp_auth.h). Its receive is the first
- * in the receive queue, so the peer's first Send lands there and never
- * in a user buffer; user transmits wait (-FI_EAGAIN) until the peer's
- * proof checked, and FI_CONNECTED is reported only then.
+ * A keyed endpoint's handshake (iwarp_auth.h). On the responder its
+ * receive is the first in the receive queue, so the initiator's first
+ * Send lands there and never in a user buffer; user transmits wait
+ * (-FI_EAGAIN) until the peer's proof checked (the Reply's, on the
+ * initiator), and FI_CONNECTED is reported only then.
  */
 struct iwarp_ep_auth {
 	struct iwarp_auth_key key;	/* len 0: no job key */
@@ -80,9 +81,11 @@ struct iwarp_ep_auth {
 	struct iwarp_op rx_op, tx_op;
 	uint8_t rx[IWARP_AUTH_MSG_LEN];
 	uint8_t tx[IWARP_AUTH_MSG_LEN];
-	uint8_t cm_data[IWARP_CM_DATA_MAX];	/* the Reply's, for later */
-	size_t cm_data_len;
 };
+
+/* Private data we send: a keyed Reply carries the responder's proof on
+ * top of IWARP_CM_DATA_MAX (only this provider gets keyed ones). */
+#define IWARP_MSG_PD_MAX (IWARP_CM_DATA_MAX + IWARP_AUTH_MAC_LEN)
 
 struct iwarp_ep {
 	struct iwarp_ep_base base;	/* first: fids convert through it */
@@ -147,7 +150,8 @@ extern const struct iw_qp_ops iwarp_ep_qp_ops;
 int iwarp_ep_auth_enable(struct iwarp_ep *ep);
 int iwarp_ep_auth_pdata(struct iwarp_ep *ep, const uint8_t *nonce_i,
 			uint8_t *out, const void *data, size_t len);
-/* The connection is up: check the Reply (initiator), send our proof. */
+/* The connection is up: the initiator checks the Reply, sends its
+ * proof and is connected; the responder waits for that proof. */
 void iwarp_ep_auth_established(struct iwarp_ep *ep, struct iw_qp *qp,
 			       const struct iw_cm_event *ev);
 /* An internal op completed: the peer's proof is checked here. */

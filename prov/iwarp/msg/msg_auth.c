@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Job keys on FI_EP_MSG (the protocol is iwarp_auth.h's). From fi_enable
- * the QP's gate is closed and the receive of the peer's proof is the
- * first in the receive queue, so the peer's first Send lands there and
- * never in a user buffer. Once established, each side sends its proof
- * as its first message; FI_CONNECTED is reported when the peer's proof
- * checked. Every failure refuses the connection (msg_cm.c).
+ * the QP's gate is closed. The initiator checks the responder's proof
+ * on the Reply, sends its own as its first message and is connected
+ * right away. The responder's receive of that proof is the first in its
+ * receive queue, so the peer's first Send lands there and never in a
+ * user buffer; it is connected once the proof checked. Every failure
+ * refuses the connection (msg_eq.c).
  */
 #include "msg.h"
 
@@ -25,6 +26,8 @@ int iwarp_ep_auth_enable(struct iwarp_ep *ep)
 	a->hold = true;
 	ep->tx_hold = true;
 	iw_qp_gate(ep->qp, true);
+	if (!ep->state_passive)
+		return 0;	/* the responder's proof is in its Reply */
 	return iw_qp_post_recv(ep->qp, &wr) ? -FI_ENOMEM : 0;
 }
 
@@ -32,35 +35,57 @@ int iwarp_ep_auth_pdata(struct iwarp_ep *ep, const uint8_t *nonce_i,
 			uint8_t *out, const void *data, size_t len)
 {
 	struct iwarp_ep_auth *a = ep->auth;
+	size_t off = iwarp_auth_pd_len(!nonce_i);
 
 	if (iwarp_auth_start(&a->hs, !nonce_i))
 		return -FI_EIO;
 	if (nonce_i)
 		memcpy(a->hs.nonce_i, nonce_i, IWARP_AUTH_NONCE_LEN);
-	iwarp_auth_pd_put(out, &a->hs);
+	if (iwarp_auth_pd_put(out, &a->key, &a->hs))
+		return -FI_EIO;
 	if (len)
-		memcpy(out + IWARP_AUTH_PD_LEN, data, len);
-	return (int)(IWARP_AUTH_PD_LEN + len);
+		memcpy(out + off, data, len);
+	return (int)(off + len);
 }
 
-/* Initiator: the responder's nonce and the user's part of the Reply. */
+/* The peer proved the key: the gate opens, FI_CONNECTED (with the
+ * Reply's CM data on the initiator). */
+static void iwarp_ep_auth_done(struct iwarp_ep *ep, struct iw_qp *qp,
+			       const void *data, size_t len)
+{
+	struct iwarp_ep_auth *a = ep->auth;
+
+	iw_qp_gate(qp, false);
+	a->hold = false;
+	a->deadline = 0;
+	ep->tx_hold = false;
+	ep->state = IWARP_EP_CONNECTED;
+	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL, "%s: the peer proved the job key\n",
+		iw_qp_label(qp));
+	iwarp_ep_report_connected(ep, data, len);
+}
+
+/* Initiator: the Reply's auth block and proof; NULL or why refused. */
 static const char *iwarp_ep_auth_reply(struct iwarp_ep_auth *a,
 				       const struct iw_cm_event *ev)
 {
-	size_t len;
-
-	if (iwarp_auth_pd_get(&a->hs, ev->pdata, ev->pdata_len))
-		return "the Reply carries no auth block (no key there?)";
-	len = ev->pdata_len - IWARP_AUTH_PD_LEN;
-	if (len > sizeof(a->cm_data))
-		return "the Reply's private data is longer than allowed";
-	memcpy(a->cm_data, ev->pdata + IWARP_AUTH_PD_LEN, len);
-	a->cm_data_len = len;
-	return NULL;
+	switch (iwarp_auth_pd_get(&a->hs, &a->key, ev->pdata, ev->pdata_len)) {
+	case 0:
+		return NULL;
+	case -FI_EACCES:
+		return "wrong proof in the Reply (another key, or a replayed "
+		       "handshake)";
+	case -FI_EINVAL:
+		return "the Reply carries no auth block of this version (no "
+		       "key there?)";
+	default:
+		return "the Reply's proof could not be checked";
+	}
 }
 
-void iwarp_ep_auth_established(struct iwarp_ep *ep, struct iw_qp *qp,
-			       const struct iw_cm_event *ev)
+/* Initiator: the Reply checked, our proof is our first Send. */
+static void iwarp_ep_auth_active(struct iwarp_ep *ep, struct iw_qp *qp,
+				 const struct iw_cm_event *ev)
 {
 	struct iwarp_ep_auth *a = ep->auth;
 	struct iw_sge sge = { a->tx, sizeof(a->tx) };
@@ -70,20 +95,26 @@ void iwarp_ep_auth_established(struct iwarp_ep *ep, struct iw_qp *qp,
 		.sgl = &sge,
 		.num_sge = 1,
 	};
-	const char *why = ep->state_passive ? NULL :
-					      iwarp_ep_auth_reply(a, ev);
+	const char *why = iwarp_ep_auth_reply(a, ev);
 
+	if (!why && (iwarp_auth_msg_put(a->tx, &a->key, &a->hs) ||
+		     iw_qp_post_send(qp, &wr)))
+		why = "this side's proof not sent";
 	if (why) {
 		iwarp_ep_auth_refuse(ep, qp, why);
 		return;
 	}
-	/* the first Send: user transmits are held until the peer checked */
-	if (iwarp_auth_msg_put(a->tx, &a->key, &a->hs) ||
-	    iw_qp_post_send(qp, &wr)) {
-		iwarp_ep_auth_refuse(ep, qp, "this side's proof not sent");
-		return;
-	}
-	a->deadline = iw_now_ms() + IWARP_AUTH_TIMEOUT_MS;
+	iwarp_ep_auth_done(ep, qp, ev->pdata + IWARP_AUTH_REPLY_LEN,
+			   ev->pdata_len - IWARP_AUTH_REPLY_LEN);
+}
+
+void iwarp_ep_auth_established(struct iwarp_ep *ep, struct iw_qp *qp,
+			       const struct iw_cm_event *ev)
+{
+	if (!ep->state_passive)
+		iwarp_ep_auth_active(ep, qp, ev);
+	else	/* our proof went in the Reply: the initiator's comes now */
+		ep->auth->deadline = iw_now_ms() + IWARP_AUTH_TIMEOUT_MS;
 }
 
 static void iwarp_ep_auth_check(struct iwarp_ep *ep, struct iw_qp *qp,
@@ -98,14 +129,7 @@ static void iwarp_ep_auth_check(struct iwarp_ep *ep, struct iw_qp *qp,
 			"the peer's first message is no auth message");
 		return;
 	}
-	iw_qp_gate(qp, false);
-	a->hold = false;
-	a->deadline = 0;
-	ep->tx_hold = false;
-	ep->state = IWARP_EP_CONNECTED;
-	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL, "%s: the peer proved the job key\n",
-		iw_qp_label(qp));
-	iwarp_ep_report_connected(ep, a->cm_data, a->cm_data_len);
+	iwarp_ep_auth_done(ep, qp, NULL, 0);
 }
 
 void iwarp_ep_auth_complete(struct iwarp_ep *ep, struct iw_qp *qp,

@@ -172,7 +172,7 @@ static int iwarp_ep_connect(struct fid_ep *ep_fid, const void *addr,
 {
 	struct iwarp_ep *ep = iwarp_ep_of(&ep_fid->fid);
 	const struct sockaddr *sa = addr ? addr : ep->base.info->dest_addr;
-	uint8_t pd[IWARP_CM_DATA_MAX];
+	uint8_t pd[IWARP_MSG_PD_MAX];
 	struct iw_conn_param p;
 	int ret;
 
@@ -214,7 +214,7 @@ static int iwarp_ep_accept_locked(struct iwarp_ep *ep, const void *param,
 				  size_t len)
 {
 	struct iwarp_connreq *cr = ep->connreq;
-	uint8_t pd[IWARP_CM_DATA_MAX];
+	uint8_t pd[IWARP_MSG_PD_MAX];
 	struct iw_conn_param p;
 	int ret;
 

@@ -113,7 +113,7 @@ static const char *iwarp_pep_auth(struct iwarp_pep *pep,
 	if (*len > IWARP_CM_DATA_MAX)
 		return "private data longer than an auth block and 228 "
 		       "octets of CM data";
-	if (iwarp_auth_pd_get(&hs, *pd, *len))
+	if (iwarp_auth_pd_get(&hs, NULL, *pd, *len))
 		return "no auth block in its private data (no job key there?)";
 	memcpy(cr->nonce_i, hs.nonce_i, IWARP_AUTH_NONCE_LEN);
 	cr->authed = true;

@@ -53,8 +53,9 @@
  * A request must come from the IP its private data claims, and one that
  * claims a live peer restarted replaces its connection only once that
  * is proven dead or the newcomer proved the job key. With a job key an
- * auth block precedes these 32 octets and each side's first Send is its
- * proof (rdm_iw.h, iwarp_auth.h).
+ * auth block precedes these 32 octets (the Reply's with the responder's
+ * proof) and the initiator's first Send is its proof (rdm_iw.h,
+ * iwarp_auth.h).
  */
 #ifndef IWARP_RDM_H
 #define IWARP_RDM_H

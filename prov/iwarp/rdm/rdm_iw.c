@@ -187,22 +187,24 @@ static void rdm_iw_pdata(struct iwarp_rdm_xep *xe, uint8_t *buf,
 	iwarp_rdm_pd_put(buf, &d);
 }
 
-/* pd holds the auth block first when the endpoint has a key. */
-static void rdm_iw_conn_param(struct iwarp_rdm_xep *xe,
-			      struct iw_conn_param *p, const uint8_t *pd)
+/* pd holds the auth block first when the endpoint has a key: the
+ * RDM data starts at off. */
+static void rdm_iw_conn_param(struct iw_conn_param *p, const uint8_t *pd,
+			      size_t off)
 {
 	memset(p, 0, sizeof(*p));
 	p->ird = IWARP_RDMA_DEPTH;
 	p->ord = IWARP_RDMA_DEPTH;
 	p->crc = iwarp_params.crc;
 	p->pdata = pd;
-	p->pdata_len = rdm_iw_keyed(xe) ? IWARP_RDM_PD_MAX : IWARP_RDM_PD_LEN;
+	p->pdata_len = (uint16_t)(off + IWARP_RDM_PD_LEN);
 }
 
-/* Our private data; the auth block comes from rdm_iw_auth_begin. */
-static size_t rdm_iw_rdm_off(struct iwarp_rdm_xep *xe)
+/* Where the RDM data starts in the Request (initiator) or the Reply:
+ * after the auth block (rdm_iw_auth_begin), with a key. */
+static size_t rdm_iw_rdm_off(struct iwarp_rdm_xep *xe, bool initiator)
 {
-	return rdm_iw_keyed(xe) ? IWARP_AUTH_PD_LEN : 0;
+	return rdm_iw_keyed(xe) ? iwarp_auth_pd_len(initiator) : 0;
 }
 
 /* Starts (or restarts) the connection to a peer that has work queued. */
@@ -224,8 +226,8 @@ static void rdm_iw_connect(struct iwarp_rdm_xconn *c)
 		c->retry_at = iw_now_ms() + 100;
 		return;
 	}
-	rdm_iw_pdata(c->xe, pd + rdm_iw_rdm_off(c->xe), 0);
-	rdm_iw_conn_param(c->xe, &p, pd);
+	rdm_iw_pdata(c->xe, pd + rdm_iw_rdm_off(c->xe, true), 0);
+	rdm_iw_conn_param(&p, pd, rdm_iw_rdm_off(c->xe, true));
 	/* from the address our connection data claims, so the peer can
 	 * check the claim against the TCP source (rdm_iw_claim_ok) */
 	src = c->xe->name;
@@ -454,7 +456,7 @@ static void rdm_iw_lost(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 static void rdm_iw_reply_in(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 			    const struct iw_cm_event *ev)
 {
-	size_t off = rdm_iw_rdm_off(c->xe);
+	size_t off = rdm_iw_rdm_off(c->xe, false);
 	struct iwarp_rdm_pdata them;
 	bool offers;
 
@@ -564,8 +566,8 @@ int rdm_iw_accept_into(struct iwarp_rdm_xconn *c, struct iw_conn_req *req,
 		iw_reject(req, NULL, 0);
 		return -FI_ENOMEM;
 	}
-	rdm_iw_pdata(xe, pd + rdm_iw_rdm_off(xe), 0);
-	rdm_iw_conn_param(xe, &p, pd);
+	rdm_iw_pdata(xe, pd + rdm_iw_rdm_off(xe, false), 0);
+	rdm_iw_conn_param(&p, pd, rdm_iw_rdm_off(xe, false));
 	if (iw_accept(req, qp, &p)) {
 		rdm_iw_auth_end(c, qp);
 		iw_qp_destroy(qp);
@@ -839,50 +841,97 @@ int rdm_iw_auth_begin(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 			s = &c->au[i];
 	if (!s || iwarp_auth_start(&s->a, initiator))
 		return -FI_EIO;
-	if (apd && iwarp_auth_pd_get(&s->a, apd, IWARP_AUTH_PD_LEN))
+	if (apd && iwarp_auth_pd_get(&s->a, NULL, apd, IWARP_AUTH_PD_LEN))
 		return -FI_EINVAL;
+	if (iwarp_auth_pd_put(pd, &c->xe->key, &s->a))
+		return -FI_EIO;
 	/* nothing but the proof and the RTR until it checked */
 	iw_qp_gate(qp, true);
-	iwarp_auth_pd_put(pd, &s->a);
 	s->qp = qp;
 	s->gated = true;
 	c->gated++;
 	return 0;
 }
 
-/*
- * Authentication failed on qp: it goes, and what waits for the peer fails
- * with FI_ECONNREFUSED / IWARP_PROV_ERRNO_AUTH. Not retried: a key does
- * not change by trying again.
- */
-static void rdm_iw_auth_fail(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
-			     const char *why)
+/* qp is no longer c's; true when it was the one we send on. */
+static bool rdm_iw_auth_detach(struct iwarp_rdm_xconn *c, struct iw_qp *qp)
 {
-	FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
-		"RDM peer %s: job key authentication failed on %s: %s; "
-		"connection refused\n", c->name, iw_qp_label(qp), why);
 	rdm_iw_auth_end(c, qp);
 	rdm_iw_bury(c->xe, qp);
 	if (qp == c->rx_qp) {
 		c->rx_qp = NULL;
 		if (c->candidate)
 			rdm_iw_candidate_gone(c);
-		return;
+		return false;
 	}
 	if (qp != c->qp)
-		return;
+		return false;
 	c->qp = NULL;
 	c->up = false;
 	c->tries = 0;
-	c->xe->up->unreachable(c->peer, FI_ECONNREFUSED,
-			       IWARP_PROV_ERRNO_AUTH);
+	return true;
 }
 
-bool rdm_iw_auth_established(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
-			     const struct iw_cm_event *ev)
+/*
+ * Authentication failed on qp: it ends in a Terminate (RDMAP, local
+ * catastrophic, as on MSG), and what waits for the peer fails with
+ * FI_ECONNREFUSED / IWARP_PROV_ERRNO_AUTH. Not retried: a key does not
+ * change by trying again.
+ */
+static void rdm_iw_auth_fail(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
+			     const char *why)
 {
-	struct rdm_iw_auth *s = rdm_iw_auth_of(c, qp);
-	struct iw_sge sge = { s ? s->proof : NULL, IWARP_AUTH_MSG_LEN };
+	bool ours;
+
+	FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
+		"RDM peer %s: job key authentication failed on %s: %s; "
+		"connection refused\n", c->name, iw_qp_label(qp), why);
+	ours = rdm_iw_auth_detach(c, qp);
+	/* detached first: its CM event finds it no longer c's */
+	iw_qp_abort(qp);
+	if (ours)
+		c->xe->up->unreachable(c->peer, FI_ECONNREFUSED,
+				       IWARP_PROV_ERRNO_AUTH);
+}
+
+/* Initiator: the Reply's proof; NULL or why the connection is refused. */
+static const char *rdm_iw_auth_reply(struct iwarp_rdm_xconn *c,
+				     struct rdm_iw_auth *s,
+				     const struct iw_cm_event *ev)
+{
+	switch (iwarp_auth_pd_get(&s->a, &c->xe->key, ev->pdata,
+				  ev->pdata_len)) {
+	case 0:
+		return NULL;
+	case -FI_EACCES:
+		return "wrong proof in its Reply (another key, or a replayed "
+		       "handshake)";
+	case -FI_EINVAL:
+		return "its Reply carries no job key block of this version";
+	default:
+		return "its Reply's proof could not be checked";
+	}
+}
+
+/* The peer's proof checked: the gate opens. */
+static void rdm_iw_auth_open(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
+			     struct rdm_iw_auth *s)
+{
+	s->gated = false;
+	c->gated--;
+	iw_qp_gate(qp, false);
+	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
+		"RDM peer %s: %s proved the job key\n", c->name,
+		iw_qp_label(qp));
+}
+
+/* Initiator: the Reply's proof checked, ours goes as our first Send.
+ * NULL, or why the connection is refused. */
+static const char *rdm_iw_auth_active(struct iwarp_rdm_xconn *c,
+				      struct iw_qp *qp, struct rdm_iw_auth *s,
+				      const struct iw_cm_event *ev)
+{
+	struct iw_sge sge = { s->proof, IWARP_AUTH_MSG_LEN };
 	struct iw_send_wr wr = {
 		.ctx = s,	/* inside c: ours, not the protocol's */
 		.op = IW_WR_SEND,
@@ -890,24 +939,30 @@ bool rdm_iw_auth_established(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 		.sgl = &sge,
 		.num_sge = 1,
 	};
+	const char *why = rdm_iw_auth_reply(c, s, ev);
 
-	if (!s) {
-		rdm_iw_auth_fail(c, qp, "no handshake for this connection");
-		return false;
+	if (!why && (iwarp_auth_msg_put(s->proof, &c->xe->key, &s->a) ||
+		     iw_qp_post_send(qp, &wr)))
+		why = "our proof could not be sent";
+	if (!why)
+		rdm_iw_auth_open(c, qp, s);
+	return why;
+}
+
+bool rdm_iw_auth_established(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
+			     const struct iw_cm_event *ev)
+{
+	struct rdm_iw_auth *s = rdm_iw_auth_of(c, qp);
+	const char *why = "no handshake for this connection";
+
+	if (s) {
+		s->established = true;
+		/* the responder's proof went in its Reply */
+		why = s->a.initiator ? rdm_iw_auth_active(c, qp, s, ev) : NULL;
 	}
-	if (s->a.initiator &&
-	    iwarp_auth_pd_get(&s->a, ev->pdata, ev->pdata_len)) {
-		rdm_iw_auth_fail(c, qp, "its Reply carries no job key block");
-		return false;
-	}
-	s->established = true;
-	/* our proof is the first message on the connection */
-	if (iwarp_auth_msg_put(s->proof, &c->xe->key, &s->a) ||
-	    iw_qp_post_send(qp, &wr)) {
-		rdm_iw_auth_fail(c, qp, "our proof could not be sent");
-		return false;
-	}
-	return true;
+	if (why)
+		rdm_iw_auth_fail(c, qp, why);
+	return !why;
 }
 
 int rdm_iw_auth_proof_in(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
@@ -925,12 +980,7 @@ int rdm_iw_auth_proof_in(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 			"its first message is no proof of the key");
 		return 0;	/* discarded; the QP is buried */
 	}
-	s->gated = false;
-	c->gated--;
-	iw_qp_gate(qp, false);
-	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
-		"RDM peer %s: %s proved the job key\n", c->name,
-		iw_qp_label(qp));
+	rdm_iw_auth_open(c, qp, s);
 	rdm_iw_ready(c, qp);
 	return 0;
 }
@@ -949,7 +999,7 @@ bool rdm_iw_auth_request(struct iwarp_rdm_xep *xe, struct iw_conn_req *req,
 			 const uint8_t *pd, size_t len, size_t *rdm_off)
 {
 	struct iwarp_auth scratch = { .initiator = false };
-	bool has = !iwarp_auth_pd_get(&scratch, pd, len);
+	bool has = !iwarp_auth_pd_get(&scratch, NULL, pd, len);
 	char from[64];
 
 	*rdm_off = has ? IWARP_AUTH_PD_LEN : 0;

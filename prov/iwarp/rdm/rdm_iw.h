@@ -6,8 +6,9 @@
  *
  * Job keys (iwarp_auth.h): with a key, every connection's private data is
  * the auth block followed by the RDM connection data; the QP's gate is
- * closed from its creation; each side's first Send is its proof; the
- * peer is connected only once its proof checked and the gate opened.
+ * closed from its creation. The responder's proof is in its Reply, the
+ * initiator's is its first Send; the peer is connected only once its
+ * proof checked and the gate opened.
  *
  * A request that claims a peer whose connection is up, with another
  * instance (a restart), never replaces that connection on its word:
@@ -27,7 +28,7 @@
 #define IWARP_RDM_MULPDU 65532
 #define IWARP_RDM_CONNECT_TRIES 5
 /* private data: the auth block (with a key), then the RDM data */
-#define IWARP_RDM_PD_MAX (IWARP_AUTH_PD_LEN + IWARP_RDM_PD_LEN)
+#define IWARP_RDM_PD_MAX (IWARP_AUTH_REPLY_LEN + IWARP_RDM_PD_LEN)
 
 struct iwarp_rdm_xep {
 	struct iwarp_rdm_ep *ep;	/* the owner, named in upcalls */
@@ -116,8 +117,8 @@ static inline bool rdm_iw_gated(struct iwarp_rdm_xconn *c, struct iw_qp *qp)
 
 	return s && s->gated;
 }
-/* ESTABLISHED with a key: takes the Reply's nonce (initiator), sends our
- * proof; false when the connection was refused. */
+/* ESTABLISHED with a key: the initiator checks the Reply's proof and
+ * sends its own; false when the connection was refused. */
 bool rdm_iw_auth_established(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 			     const struct iw_cm_event *ev);
 /* The first Send on a gated QP: the peer's proof. */
