@@ -108,10 +108,40 @@ int iw_pd_alloc(struct iw_dev *dev, struct iw_pd **pd)
 	return 0;
 }
 
+void *iw_pd_take(void **pool, size_t size)
+{
+	void *b = *pool;
+
+	if (!b)
+		return malloc(size);
+	*pool = *(void **)b;
+	return b;
+}
+
+void iw_pd_give(void **pool, void *buf)
+{
+	if (!buf)
+		return;
+	*(void **)buf = *pool;
+	*pool = buf;
+}
+
+static void iw_pd_drain(void **pool)
+{
+	while (*pool) {
+		void *b = *pool;
+
+		*pool = *(void **)b;
+		free(b);
+	}
+}
+
 int iw_pd_free(struct iw_pd *pd)
 {
 	if (pd->nmr || pd->nqp)
 		return -EBUSY;
+	iw_pd_drain(&pd->stage_pool);
+	iw_pd_drain(&pd->txb_pool);
 	pd->dev->npd--;
 	free(pd);
 	return 0;

@@ -208,7 +208,8 @@ int iw_qp_destroy(struct iw_qp *qp)
 	free(qp->irq);
 	free(qp->tx_bounce);
 	free(qp->tx_ulpdu);
-	free(qp->txb);
+	iw_pd_give(&qp->pd->txb_pool, qp->txb);
+	iw_pd_give(&qp->pd->stage_pool, qp->stage);
 	free(qp->rcv.peek);
 	free(qp);
 	return 0;
