@@ -28,7 +28,7 @@ void iw_log(struct iw_dev *dev, int level, const char *fmt, ...)
 	char msg[512];
 	va_list ap;
 
-	if (!dev || !dev->log)
+	if (!iw_log_on(dev, level))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -75,6 +75,7 @@ int iw_dev_open(struct iw_dev **dev)
 	if (!d)
 		return -ENOMEM;
 	d->rng = iw_seed();
+	d->log_max = IW_LOG_DEBUG;
 	d->nstags = 1;		/* index 0 is never handed out */
 	*dev = d;
 	return 0;
@@ -94,6 +95,11 @@ void iw_dev_set_log(struct iw_dev *dev, iw_log_fn fn, void *arg)
 {
 	dev->log = fn;
 	dev->log_arg = arg;
+}
+
+void iw_dev_set_log_max(struct iw_dev *dev, int level)
+{
+	dev->log_max = level & IW_LOG_LEVEL_MASK;
 }
 
 int iw_pd_alloc(struct iw_dev *dev, struct iw_pd **pd)

@@ -39,7 +39,15 @@ struct iw_dev {
 	int npd;
 	iw_log_fn log;
 	void *log_arg;
+	int log_max;		/* lines above this level are not made */
 };
+
+/* Whether a line of this level goes anywhere: its label and text, which
+ * cost syscalls and formatting, are made only then. */
+static inline bool iw_log_on(const struct iw_dev *dev, int level)
+{
+	return dev && dev->log && (level & IW_LOG_LEVEL_MASK) <= dev->log_max;
+}
 
 struct iw_pd {
 	struct iw_dev *dev;
