@@ -198,6 +198,8 @@ struct iwarp_fabric {
 	struct iwarp_pollable **pptr;
 	size_t pcap;
 	unsigned int rare_tick;		/* progress calls, for rare ones */
+	bool rare_due;			/* a sleep woke on a socket: the next
+					 * progress asks the rare ones too */
 	/* target-side progress for RMA when the application is away */
 	uint64_t app_ms;		/* last progress the application made */
 	bool in_async;
