@@ -10,8 +10,18 @@
  * After the timed loop of each size one more message carries a pattern
  * that the receiver checks (untimed). Prints the RESULT lines of
  * bench_common.h, with the CPU time of both ranks per message.
+ *
+ *	mpirun -np N mpi_bench allpairs
+ *
+ * allpairs: the first MPI_Alltoall of 1 KiB per pair, which connects
+ * every pair (checked): its time on the slowest rank and the CPU time per
+ * rank, then the resident memory (/proc/self/statm) a rank gained per
+ * peer, the mean over the ranks:
+ *	RESULT allpairs N us cpu-us-per-rank
+ *	RESULT peermem N KiB-per-peer 0
  */
 #include <mpi.h>
+#include <unistd.h>
 
 #include "bench_common.h"
 
@@ -93,6 +103,62 @@ static double bw(int rank, unsigned char *buf, size_t n, long it)
 	       ((MPI_Wtime() - t0) * 1e6);
 }
 
+#define PAIR_LEN 1024
+
+static double rss_kib(void)
+{
+	long pages = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (!f || fscanf(f, "%ld %ld", &pages, &res) != 2)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	fclose(f);
+	return (double)res * (double)sysconf(_SC_PAGESIZE) / 1024.0;
+}
+
+static void allpairs(int rank, int nranks)
+{
+	size_t n = (size_t)nranks * PAIR_LEN;
+	unsigned char *s = malloc(n), *r = calloc(1, n);
+	double r0, t0, v[3];
+	int i;
+
+	if (!s || !r)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	for (i = 0; i < nranks; i++)	/* from rank to i */
+		memset(s + (size_t)i * PAIR_LEN, (rank + 3 * i) & 0xff,
+		       PAIR_LEN);
+	r0 = rss_kib();
+	MPI_Barrier(MPI_COMM_WORLD);
+	v[1] = bench_cpu();
+	t0 = MPI_Wtime();
+	MPI_Alltoall(s, PAIR_LEN, MPI_BYTE, r, PAIR_LEN, MPI_BYTE,
+		     MPI_COMM_WORLD);
+	v[0] = (MPI_Wtime() - t0) * 1e6;
+	v[1] = bench_cpu() - v[1];
+	for (i = 0; i < nranks; i++)
+		if (r[(size_t)i * PAIR_LEN] != ((i + 3 * rank) & 0xff) ||
+		    memcmp(r + (size_t)i * PAIR_LEN,
+			   r + (size_t)i * PAIR_LEN + 1, PAIR_LEN - 1)) {
+			fprintf(stderr, "mpi_bench: alltoall corrupted\n");
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+	MPI_Barrier(MPI_COMM_WORLD);
+	v[2] = rss_kib() - r0;
+	MPI_Allreduce(MPI_IN_PLACE, &v[0], 1, MPI_DOUBLE, MPI_MAX,
+		      MPI_COMM_WORLD);
+	MPI_Allreduce(MPI_IN_PLACE, &v[1], 2, MPI_DOUBLE, MPI_SUM,
+		      MPI_COMM_WORLD);
+	if (rank == 0) {
+		printf("RESULT allpairs %d %.3f %.3f\n", nranks, v[0],
+		       v[1] / nranks);
+		printf("RESULT peermem %d %.3f 0\n", nranks,
+		       v[2] / nranks / (nranks - 1));
+	}
+	free(s);
+	free(r);
+}
+
 int main(int argc, char **argv)
 {
 	size_t sizes[BENCH_MAX_SIZES], max = 1;
@@ -104,13 +170,19 @@ int main(int argc, char **argv)
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 	mode = argc > 1 ? argv[1] : "lat";
+	if (!strcmp(mode, "allpairs") && nranks > 1) {
+		allpairs(rank, nranks);
+		MPI_Finalize();
+		return 0;
+	}
 	nsizes = bench_parse_sizes(argc > 2 ? argv[2] :
 				   "0,1,8,64,512,4k,64k,256k,1m,4m", sizes);
 	if (nranks != 2 || nsizes <= 0 ||
 	    (strcmp(mode, "lat") && strcmp(mode, "bw"))) {
 		if (!rank)
 			fprintf(stderr, "usage: mpirun -np 2 mpi_bench "
-				"lat|bw [SIZES]\n");
+				"lat|bw [SIZES] | mpirun -np N mpi_bench "
+				"allpairs\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 	for (s = 0; s < nsizes; s++)

@@ -12,8 +12,14 @@ import sys
 outdir, repeats, failures = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = {}
 by_rep = {}
+kinds = {}
 for line in open(os.path.join(outdir, "raw.tsv")):
     cfg, kind, size, rep, value, cpu = line.rstrip("\n").split("\t")
+    # a second figure of the same run (bench_peers, allpairs)
+    if kind in ("peers_run", "peermem"):
+        cfg += "#run" if kind == "peers_run" else "#mem"
+    if kind in ("peers", "allpairs") or cfg.endswith("#mem"):
+        kinds[(cfg, int(size))] = "peermem" if cfg.endswith("#mem") else kind
     rows.setdefault((cfg, int(size)), []).append((float(value), float(cpu)))
     by_rep.setdefault((cfg, int(size)), {})[rep] = float(value)
 
@@ -130,6 +136,41 @@ if conn:
                                   med("raw_conn", 0)))
     print()
 
+
+def by_kind(kind):
+    # (cfg, size) pairs of one RESULT kind: bench_peers and allpairs runs
+    # print two kinds under one configuration
+    return sorted({(c, s) for (c, s) in kinds if kinds[(c, s)] == kind})
+
+
+mem = [(c, s) for c, s in by_kind("peers") + by_kind("peermem")]
+if mem:
+    print("### Resident memory per connected peer, KiB\n")
+    print("bench_peers: one RDM endpoint connected to N endpoints of "
+          "another process (after connecting; after 100 rounds of 1 KiB "
+          "echoes); MPI: the first MPI_Alltoall of N oversubscribed ranks, "
+          "mean over the ranks.\n")
+    print("| configuration | peers | connected | after the rounds | "
+          "CPU per connect, us |")
+    print("|---|---:|---:|---:|---:|")
+    for c, s in mem:
+        run = stat(c + "#run", s)
+        print("| %s | %d | %s | %s | %s |" % (
+            c.replace("#mem", ""), s, cell(c, s, "%.1f"), "%.1f" % run[0] if run else "-",
+            cell(c, s, "%.0f", True) if kinds[(c, s)] == "peers" else "-"))
+    print()
+pairs = by_kind("allpairs")
+if pairs:
+    print("### All pairs connected (first MPI_Alltoall of 1 KiB, "
+          "oversubscribed), ms\n")
+    print("| configuration | ranks | time (slowest rank) | CPU per rank |")
+    print("|---|---:|---:|---:|")
+    for c, s in pairs:
+        st = stat(c, s)
+        print("| %s | %d | %.1f (%.1f-%.1f) | %.1f |" % (
+            c, s, st[0] / 1e3, st[1] / 1e3, st[2] / 1e3, st[3] / 1e3))
+    print()
+
 # targets: (text, value, ref, ratio bound, at most?)
 targets = []
 
@@ -170,6 +211,12 @@ target("MPI 1 MiB bandwidth / MPI over libfabric tcp", ("mpi_iwarp_bw", M),
        ("mpi_tcpofi_bw", M), 1.0, False)
 target("MPI 1 MiB bandwidth / raw TCP stream", ("mpi_iwarp_bw", M),
        ("raw_bw", M), 0.85, False)
+target("MSG connection setup / tcp msg", ("fi_iwarp_msg_conn", 0),
+       ("fi_tcp_msg_conn", 0), 0.5, True)
+target("MSG connection setup / bare TCP connect", ("fi_iwarp_msg_conn", 0),
+       ("raw_conn", 0), 4.0, True)
+target("All pairs of 16 ranks connected / Open MPI ob1 TCP",
+       ("mpi_iwarp_allpairs", 16), ("mpi_ob1_allpairs", 16), 1.0, True)
 target("MSG connection setup, job key / none", ("fi_iwarp_msg_conn_key", 0),
        ("fi_iwarp_msg_conn", 0), 1.2, True)
 target("RDM 64 B latency, job key / none", ("fi_iwarp_rdm_lat_key", 64),
@@ -189,6 +236,12 @@ for text, r, span, bound, at_most in targets:
     print("| %s | %.2f | %.2f-%.2f | %s %.2f | %s |" %
           (text, r, span[0], span[1], "<=" if at_most else ">=", bound,
            "yes" if ok else "NO"))
+for n in (16, 64):
+    m = stat("peers_iwarp_%d" % n, n)
+    if m:
+        print("| RDM memory per connected peer, %d peers, KiB | %.1f | "
+              "%.1f-%.1f | <= 32 | %s |" % (n, m[0], m[1], m[2],
+                                            "yes" if m[0] <= 32 else "NO"))
 c = stat("crc32c", 65536)
 if c:
     print("| CRC32c 64 KiB, GB/s per core | %.1f | %.1f-%.1f | >= 10 | %s |" %

@@ -297,8 +297,9 @@ static int iw_cm_send_request(struct iw_qp *qp)
 	qp->rep_have = 0;
 	qp->cm = CM_WAIT_REP;
 	qp->deadline = iw_now_ms() + p->timeout_ms;
-	iw_log_frame(qp->pd->dev, iw_qp_label(qp), "Request sent", buf,
-		     (size_t)n);
+	if (iw_log_on(qp->pd->dev, IW_LOG_INFO))
+		iw_log_frame(qp->pd->dev, iw_qp_label(qp), "Request sent", buf,
+			     (size_t)n);
 	return iw_qp_ctrl(qp, buf, (size_t)n);
 }
 
@@ -480,8 +481,9 @@ static int iw_cm_read_reply(struct iw_qp *qp)
 		iw_cm_unreachable(qp, ret, ret == -EPROTO ? &err : NULL);
 		return ret;
 	}
-	iw_log_frame(qp->pd->dev, iw_qp_label(qp), "Reply received", qp->rep,
-		     qp->rep_have);
+	if (iw_log_on(qp->pd->dev, IW_LOG_INFO))
+		iw_log_frame(qp->pd->dev, iw_qp_label(qp), "Reply received",
+			     qp->rep, qp->rep_have);
 	if (f.reject) {
 		iw_cm_rejected(qp, &f);
 		return -ECONNREFUSED;
@@ -947,7 +949,7 @@ static void iw_req_send_reject(struct iw_conn_req *req, const void *pdata,
 		.p2p = req->f.p2p,
 	};
 	uint8_t buf[IW_CTRL_MAX];
-	char who[160];
+	char who[160] = "";
 	ssize_t n;
 
 	if (io) {
@@ -957,8 +959,9 @@ static void iw_req_send_reject(struct iw_conn_req *req, const void *pdata,
 	if (r.enhanced && len > MPA_MAX_PD - MPA_ENH_LEN)
 		len = MPA_MAX_PD - MPA_ENH_LEN;
 	n = mpa_frame_build(buf, sizeof(buf), &r, pdata, len);
-	iw_req_label(req, who, sizeof(who));
-	if (n > 0)
+	if (iw_log_on(req->l->dev, IW_LOG_INFO))
+		iw_req_label(req, who, sizeof(who));
+	if (n > 0 && iw_log_on(req->l->dev, IW_LOG_INFO))
 		iw_log_frame(req->l->dev, who, "Reply (reject) sent", buf,
 			     (size_t)n);
 	if (n > 0 && send(req->fd, buf, (size_t)n, MSG_NOSIGNAL) != n)
@@ -1003,7 +1006,7 @@ static int iw_req_read(struct iw_conn_req *req)
 {
 	struct iw_listener *l = req->l;
 	struct iw_err err = { 0 };
-	char who[160];
+	char who[160] = "";
 	int ret;
 
 	ret = iw_read_frame(req->fd, req->buf, &req->have, MPA_REQUEST,
@@ -1012,8 +1015,9 @@ static int iw_req_read(struct iw_conn_req *req)
 		return IW_REQ_WAIT;
 	if (ret < 0)
 		return iw_req_bad(req, ret, &err);
-	iw_log_frame(l->dev, iw_req_label(req, who, sizeof(who)),
-		     "Request received", req->buf, req->have);
+	if (iw_log_on(l->dev, IW_LOG_INFO))
+		iw_log_frame(l->dev, iw_req_label(req, who, sizeof(who)),
+			     "Request received", req->buf, req->have);
 	/* a responder of a lower revision closes (RFC 6581 §10) */
 	if (req->f.rev > l->param.max_rev) {
 		iw_log(l->dev, IW_LOG_INFO, "%s: MPA revision %u, expected at "
@@ -1263,7 +1267,8 @@ int iw_accept(struct iw_conn_req *req, struct iw_qp *qp,
 		return -ENOMEM;
 	qp->cm = CM_WAIT_RTR;
 	qp->deadline = iw_now_ms() + qp->param.timeout_ms;
-	iw_log_frame(qp->pd->dev, iw_qp_label(qp), "Reply sent", buf,
-		     (size_t)n);
+	if (iw_log_on(qp->pd->dev, IW_LOG_INFO))
+		iw_log_frame(qp->pd->dev, iw_qp_label(qp), "Reply sent", buf,
+			     (size_t)n);
 	return iw_qp_ctrl(qp, buf, (size_t)n);
 }

@@ -28,7 +28,7 @@ void iw_log(struct iw_dev *dev, int level, const char *fmt, ...)
 	char msg[512];
 	va_list ap;
 
-	if (!dev || !dev->log)
+	if (!iw_log_on(dev, level))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -75,6 +75,7 @@ int iw_dev_open(struct iw_dev **dev)
 	if (!d)
 		return -ENOMEM;
 	d->rng = iw_seed();
+	d->log_max = IW_LOG_DEBUG;
 	d->nstags = 1;		/* index 0 is never handed out */
 	*dev = d;
 	return 0;
@@ -96,6 +97,11 @@ void iw_dev_set_log(struct iw_dev *dev, iw_log_fn fn, void *arg)
 	dev->log_arg = arg;
 }
 
+void iw_dev_set_log_max(struct iw_dev *dev, int level)
+{
+	dev->log_max = level & IW_LOG_LEVEL_MASK;
+}
+
 int iw_pd_alloc(struct iw_dev *dev, struct iw_pd **pd)
 {
 	struct iw_pd *p = calloc(1, sizeof(*p));
@@ -108,10 +114,40 @@ int iw_pd_alloc(struct iw_dev *dev, struct iw_pd **pd)
 	return 0;
 }
 
+void *iw_pd_take(void **pool, size_t size)
+{
+	void *b = *pool;
+
+	if (!b)
+		return malloc(size);
+	*pool = *(void **)b;
+	return b;
+}
+
+void iw_pd_give(void **pool, void *buf)
+{
+	if (!buf)
+		return;
+	*(void **)buf = *pool;
+	*pool = buf;
+}
+
+static void iw_pd_drain(void **pool)
+{
+	while (*pool) {
+		void *b = *pool;
+
+		*pool = *(void **)b;
+		free(b);
+	}
+}
+
 int iw_pd_free(struct iw_pd *pd)
 {
 	if (pd->nmr || pd->nqp)
 		return -EBUSY;
+	iw_pd_drain(&pd->stage_pool);
+	iw_pd_drain(&pd->txb_pool);
 	pd->dev->npd--;
 	free(pd);
 	return 0;

@@ -39,13 +39,28 @@ struct iw_dev {
 	int npd;
 	iw_log_fn log;
 	void *log_arg;
+	int log_max;		/* lines above this level are not made */
 };
+
+/* Whether a line of this level goes anywhere: its label and text, which
+ * cost syscalls and formatting, are made only then. */
+static inline bool iw_log_on(const struct iw_dev *dev, int level)
+{
+	return dev && dev->log && (level & IW_LOG_LEVEL_MASK) <= dev->log_max;
+}
 
 struct iw_pd {
 	struct iw_dev *dev;
 	int nmr;
 	int nqp;
+	/* buffers a QP holds only while it uses them (free lists) */
+	void *stage_pool;	/* receive stages, IW_RX_STAGE octets */
+	void *txb_pool;		/* struct iw_tx_batch */
 };
+
+/* iw_dev.c: a buffer from a PD's pool (malloc'd if empty), and back */
+void *iw_pd_take(void **pool, size_t size);
+void iw_pd_give(void **pool, void *buf);
 
 struct iw_mr {
 	struct iw_pd *pd;
@@ -181,6 +196,7 @@ struct iw_listener {
  * header and trailer, instead of one syscall per FPDU.
  */
 #define IW_TX_BATCH		64
+#define IW_RX_STAGE		16384	/* octets of one receive stage */
 /* FPDUs up to this size leave as one contiguous iovec: the kernel's
  * per-segment cost of a 4-entry sendmsg is worth more than the copy */
 #define IW_TX_FLAT_MAX		2048
@@ -280,9 +296,12 @@ struct iw_qp {
 	bool fin_sent;
 
 	/* receive: octets read from the socket not yet fed to rx (kept
-	 * across calls so a stalled stream loses nothing) */
-	uint8_t stage[16384];
+	 * across calls so a stalled stream loses nothing); the stage comes
+	 * from the PD's pool for a pump and goes back once empty, so an
+	 * idle connection holds none */
+	uint8_t *stage;
 	size_t stage_off, stage_len;
+	unsigned int rx_depth;	/* iw_rx_pump calls under way (nested) */
 	bool rx_big;		/* the last read went straight to a payload */
 	bool rx_dry;		/* the last read found the socket empty */
 	bool rx_stream;		/* long messages are coming in */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "iw_priv.h"
@@ -63,6 +64,34 @@ static int iw_rq_init(struct iw_rq *rq, uint32_t size)
 
 static uint32_t iw_qp_next_id;
 
+static size_t iw_sq_bytes(uint32_t size)
+{
+	return (size_t)size * (sizeof(struct iw_swqe) + IW_MAX_INLINE);
+}
+
+/*
+ * The send queue and its inline buffers, in one anonymous mapping: its
+ * pages become resident only as far as the queue ever got deep (slots are
+ * reused from 0 whenever it empties), whatever malloc's thresholds are.
+ */
+static int iw_sq_alloc(struct iw_qp *qp)
+{
+	void *m = mmap(NULL, iw_sq_bytes(qp->sq_size), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		return -ENOMEM;
+	qp->sq = m;
+	qp->sq_inline = (uint8_t *)(qp->sq + qp->sq_size);
+	return 0;
+}
+
+static void iw_sq_unmap(struct iw_qp *qp)
+{
+	if (qp->sq)
+		munmap(qp->sq, iw_sq_bytes(qp->sq_size));
+}
+
 int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 		 struct iw_qp **qpp)
 {
@@ -80,10 +109,9 @@ int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 	qp->sq_size = 1;
 	while (qp->sq_size < (attr->sq_size ? attr->sq_size : 256))
 		qp->sq_size <<= 1;
-	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
-	qp->sq_inline = malloc((size_t)qp->sq_size * IW_MAX_INLINE);
-	if (!qp->sq || !qp->sq_inline || (!qp->srq &&
-					  iw_rq_init(&qp->rq, attr->rq_size)))
+	/* with placement by peek (attr.peek_len) nothing is ever posted */
+	if (iw_sq_alloc(qp) || (!qp->srq && !attr->peek_len &&
+				iw_rq_init(&qp->rq, attr->rq_size)))
 		goto err;
 	if (attr->peek_len) {
 		qp->rcv.peek = malloc(attr->peek_len);
@@ -100,8 +128,7 @@ int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 	*qpp = qp;
 	return 0;
 err:
-	free(qp->sq);
-	free(qp->sq_inline);
+	iw_sq_unmap(qp);
 	free(qp->rq.q);
 	free(qp);
 	return -ENOMEM;
@@ -175,14 +202,14 @@ int iw_qp_destroy(struct iw_qp *qp)
 	if (qp->srq)
 		qp->srq->nqp--;
 	qp->pd->nqp--;
-	free(qp->sq);
-	free(qp->sq_inline);
+	iw_sq_unmap(qp);
 	free(qp->rq.q);
 	free(qp->orq);
 	free(qp->irq);
 	free(qp->tx_bounce);
 	free(qp->tx_ulpdu);
-	free(qp->txb);
+	iw_pd_give(&qp->pd->txb_pool, qp->txb);
+	iw_pd_give(&qp->pd->stage_pool, qp->stage);
 	free(qp->rcv.peek);
 	free(qp);
 	return 0;
@@ -289,6 +316,8 @@ int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr)
 		return -ENOTCONN;
 	if (qp->sq_tail - qp->sq_head == qp->sq_size)
 		return -EAGAIN;
+	if (qp->sq_head == qp->sq_tail)	/* empty: the same few slots again */
+		qp->sq_head = qp->sq_tx = qp->sq_tail = 0;
 	idx = qp->sq_tail & (qp->sq_size - 1);
 	iw_swqe_fill(qp, &qp->sq[idx], wr, len, idx);
 	qp->sq_tail++;

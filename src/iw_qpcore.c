@@ -393,7 +393,7 @@ void iw_qp_log(struct iw_qp *qp, int level, const char *fmt, ...)
 	char msg[400];
 	va_list ap;
 
-	if (!dev->log)
+	if (!iw_log_on(dev, level))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);

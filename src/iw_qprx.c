@@ -791,7 +791,7 @@ static ssize_t iw_rx_recv(struct iw_qp *qp, uint8_t *buf, size_t len,
 		*asked = len + RX_HDR_READ;
 		return recvmsg(qp->fd, &mh, MSG_DONTWAIT);
 	}
-	*asked = qp->rx_big ? RX_HDR_READ : sizeof(qp->stage);
+	*asked = qp->rx_big ? RX_HDR_READ : IW_RX_STAGE;
 	return recv(qp->fd, qp->stage, *asked, MSG_DONTWAIT);
 }
 
@@ -857,12 +857,12 @@ static bool iw_rx_ready(struct iw_qp *qp)
  * sender's segments wait in the backlog, to be processed late by the
  * receiver itself.
  */
-int iw_rx_pump(struct iw_qp *qp)
+static void iw_rx_pump_stage(struct iw_qp *qp)
 {
 	size_t budget = 8u << 20;
 
 	if (!iw_rx_ready(qp))
-		return 0;
+		return;
 	while (qp->fd >= 0 && !qp->rx_eof && budget &&
 	       qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {
 		uint8_t *buf;
@@ -892,6 +892,27 @@ int iw_rx_pump(struct iw_qp *qp)
 		 * say EAGAIN, one more syscall before every reply. */
 		if (!iw_rx_take(qp, (size_t)n, len, direct, (size_t)n < asked))
 			break;
+	}
+}
+
+/* Holds a stage from the PD's pool for the pump; an empty one goes back
+ * when the outermost pump of the QP ends. */
+int iw_rx_pump(struct iw_qp *qp)
+{
+	struct iw_err err;
+
+	if (!qp->stage &&
+	    !(qp->stage = iw_pd_take(&qp->pd->stage_pool, IW_RX_STAGE))) {
+		iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_CLOSED,
+			"no memory for the receive stage");
+		iw_qp_fatal(qp, &err, NULL, false);
+		return 0;
+	}
+	qp->rx_depth++;
+	iw_rx_pump_stage(qp);
+	if (!--qp->rx_depth && !qp->stage_len) {
+		iw_pd_give(&qp->pd->stage_pool, qp->stage);
+		qp->stage = NULL;
 	}
 	return 0;
 }

@@ -572,7 +572,8 @@ static void iw_tx_gather(struct iw_qp *qp)
 	if (qp->tx_msg_end || qp->markers_tx ||
 	    (qp->tx_src != TX_SQ && qp->tx_src != TX_IRQ))
 		return;
-	if (!qp->txb && !(qp->txb = malloc(sizeof(*qp->txb))))
+	if (!qp->txb &&
+	    !(qp->txb = iw_pd_take(&qp->pd->txb_pool, sizeof(*qp->txb))))
 		return;		/* one FPDU per syscall still works */
 	qp->txb->cnt = 0;
 	iw_tx_batch_add(qp, frame++);
@@ -759,5 +760,10 @@ int iw_tx_pump(struct iw_qp *qp)
 		iw_tx_fpdu_done(qp);
 	}
 	iw_tx_uncork(qp);
+	/* an unfinished batch keeps its buffer; a finished one goes back */
+	if (qp->txb && !qp->tx_batched) {
+		iw_pd_give(&qp->pd->txb_pool, qp->txb);
+		qp->txb = NULL;
+	}
 	return ret < 0 ? ret : 0;
 }

@@ -62,6 +62,9 @@
 #define REGION (32u << 20)
 #define ATOMIC_AREA 4096		/* at the start of the region */
 #define COUNTER_OFF 8192		/* the shared counters */
+/* fi_writedata's octets: clear of the delivery rounds (1-5 MiB), which
+ * the initiator starts before the target has looked */
+#define WDATA_OFF (8u << 20)
 #define NCONC 3				/* concurrent initiators */
 #define NADD 1500			/* fetch-adds each */
 #define MAIN_TMO 300			/* s: the main initiator, all phases */
@@ -470,7 +473,7 @@ static void init_writedata(struct peer *t)
 	fill(buf, sizeof(buf), 99);
 	check(S_WD_POST, !POST(fi_writedata(ep, buf, sizeof(buf), NULL,
 					    0x1122334455667788ull, t->fa,
-					    t->h.base + (2u << 20), t->h.key,
+					    t->h.base + WDATA_OFF, t->h.key,
 					    buf)),
 	      "fi_writedata posts");
 	got = wait_cq(10, &e, &err);
@@ -1865,7 +1868,7 @@ int main(void)
 			       (e.flags & FI_REMOTE_WRITE) &&
 			       e.data == 0x1122334455667788ull &&
 			       e.len == sizeof(want) &&
-			       !memcmp(region + (2u << 20), want, sizeof(want)),
+			       !memcmp(region + WDATA_OFF, want, sizeof(want)),
 			       "target: writedata reported with its data "
 			       "(flags %#llx) and the octets in place%s%s",
 			       got == 1 ? (unsigned long long)e.flags : 0ull,

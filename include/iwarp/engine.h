@@ -46,6 +46,8 @@ int iw_dev_open(struct iw_dev **dev);
 /* -EBUSY while protection domains remain. */
 int iw_dev_close(struct iw_dev *dev);
 void iw_dev_set_log(struct iw_dev *dev, iw_log_fn fn, void *arg);
+/* Lines above level are never made (default IW_LOG_DEBUG: all). */
+void iw_dev_set_log_max(struct iw_dev *dev, int level);
 /* Unpredictable 64-bit value (seeded from the kernel). */
 uint64_t iw_dev_random(struct iw_dev *dev);
 /* Monotonic milliseconds, the engine's clock for deadlines. */

@@ -105,7 +105,9 @@ struct iw_cm_event;
 void iwarp_log_connected(const char *what, const char *label,
 			 const struct iw_cm_event *ev);
 void iwarp_log_established(const char *what, const struct iw_cm_event *ev);
-/* The engine's log hook (iw_dev_set_log): FI_WARN/FI_INFO/FI_DBG. */
+/* The engine's log hook (iw_dev_set_log): FI_WARN/FI_INFO/FI_DBG; the
+ * highest level libfabric's log lets through (iw_dev_set_log_max). */
+int iwarp_engine_log_max(void);
 void iwarp_engine_log(void *arg, int level, const char *msg);
 
 int iwarp_params_init(void);
@@ -196,6 +198,8 @@ struct iwarp_fabric {
 	struct iwarp_pollable **pptr;
 	size_t pcap;
 	unsigned int rare_tick;		/* progress calls, for rare ones */
+	bool rare_due;			/* a sleep woke on a socket: the next
+					 * progress asks the rare ones too */
 	/* target-side progress for RMA when the application is away */
 	uint64_t app_ms;		/* last progress the application made */
 	bool in_async;

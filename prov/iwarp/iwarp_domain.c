@@ -164,6 +164,7 @@ int iwarp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		return -FI_ENOMEM;
 	}
 	iw_dev_set_log(dom->dev, iwarp_engine_log, NULL);
+	iw_dev_set_log_max(dom->dev, iwarp_engine_log_max());
 	if (iw_pd_alloc(dom->dev, &dom->pd)) {
 		iw_dev_close(dom->dev);
 		free(dom);

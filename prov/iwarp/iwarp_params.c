@@ -277,6 +277,19 @@ void iwarp_engine_log(void *arg, int level, const char *msg)
 	}
 }
 
+int iwarp_engine_log_max(void)
+{
+	enum fi_log_level l[] = { FI_LOG_DEBUG, FI_LOG_INFO };
+	int max[] = { IW_LOG_DEBUG, IW_LOG_INFO };
+	size_t i;
+
+	for (i = 0; i < 2; i++)
+		if (fi_log_enabled(&iwarp_prov, l[i], FI_LOG_EP_CTRL) ||
+		    fi_log_enabled(&iwarp_prov, l[i], FI_LOG_EP_DATA))
+			return max[i];
+	return IW_LOG_WARN;
+}
+
 void iwarp_log_connected(const char *what, const char *label,
 			 const struct iw_cm_event *ev)
 {

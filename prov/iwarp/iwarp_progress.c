@@ -136,9 +136,11 @@ static ssize_t iwarp_progress_gather(struct iwarp_fabric *fab, bool rare_turn)
 static bool iwarp_progress_select(struct iwarp_fabric *fab,
 				  struct iwarp_pollable **single)
 {
-	bool rare_turn = !(++fab->rare_tick % IWARP_RARE_EVERY);
+	bool rare_turn = !(++fab->rare_tick % IWARP_RARE_EVERY) ||
+			 fab->rare_due;
 	ssize_t n, i;
 
+	fab->rare_due = false;
 	*single = iwarp_progress_single(fab, rare_turn);
 	if (*single)
 		return true;
@@ -209,6 +211,7 @@ static void *iwarp_async_main(void *arg)
 {
 	struct iwarp_fabric *fab = arg;
 	struct pollfd pf[IWARP_ASYNC_FDS];
+	bool woke = false;
 
 	for (;;) {
 		struct timespec nap = { 0, IWARP_ASYNC_IDLE_MS * 1000000L };
@@ -223,6 +226,7 @@ static void *iwarp_async_main(void *arg)
 		}
 		idle = iw_now_ms() - fab->app_ms >= IWARP_ASYNC_IDLE_MS;
 		if (idle) {
+			fab->rare_due = fab->rare_due || woke;
 			fab->in_async = true;
 			iwarp_progress(fab);
 			fab->in_async = false;
@@ -248,9 +252,8 @@ static void *iwarp_async_main(void *arg)
 		}
 		iwarp_unlock(fab);
 		/* a socket closed meanwhile only makes us look again */
-		if (n)
-			poll(pf, n, IWARP_ASYNC_IDLE_MS * 10);
-		else
+		woke = n && poll(pf, n, IWARP_ASYNC_IDLE_MS * 10) > 0;
+		if (!n)
 			nanosleep(&nap, NULL);
 	}
 }
@@ -630,6 +633,8 @@ static int iwarp_wait_sleep(struct iwarp_fabric *fab, struct iwarp_wait *w,
 	if (ret < 0)
 		return err == EINTR ? -FI_EINTR : -err;
 	*kicked = has_efd && (ps->fds[0].revents & POLLIN);
+	/* a listener that woke us must not wait its rare turn */
+	fab->rare_due = ret > (*kicked ? 1 : 0);
 	return 1;
 }
 

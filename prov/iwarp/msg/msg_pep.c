@@ -361,6 +361,7 @@ int iwarp_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 		return -FI_ENOMEM;
 	}
 	iw_dev_set_log(pep->dev, iwarp_engine_log, NULL);
+	iw_dev_set_log_max(pep->dev, iwarp_engine_log_max());
 	pep->fab = fab;
 	iwarp_list_init(&pep->reqs);
 	iwarp_list_init(&pep->poll.link);
