@@ -234,6 +234,11 @@ uint32_t iw_mr_stag(const struct iw_mr *mr)
 	return mr->stag;
 }
 
+void iw_mr_set_ctx(struct iw_mr *mr, void *ctx)
+{
+	mr->ctx = ctx;
+}
+
 int iw_mr_invalidate(struct iw_mr *mr)
 {
 	mr->valid = false;

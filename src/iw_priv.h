@@ -55,6 +55,7 @@ struct iw_mr {
 	uint64_t base_to;
 	unsigned int access;
 	bool valid;
+	void *ctx;		/* iw_mr_set_ctx */
 };
 
 void iw_log(struct iw_dev *dev, int level, const char *fmt, ...)
@@ -361,6 +362,8 @@ void iw_qp_established(struct iw_qp *qp);
 void iw_qp_final_event(struct iw_qp *qp, enum iw_cm_event_type type,
 		       int status);
 void iw_qp_complete(struct iw_qp *qp, const struct iw_wc *wc);
+/* ops->target for an access through stag (0: no region). */
+void iw_qp_target(struct iw_qp *qp, bool write, uint32_t stag);
 void iw_qp_sq_complete_ready(struct iw_qp *qp);
 void iw_qp_flush_rwqe(struct iw_qp *qp, void *ctx, enum iw_wc_status st,
 		      const struct iw_err *err);

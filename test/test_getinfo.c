@@ -44,7 +44,9 @@
 #define RMA_CAPS	(FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | \
 			 FI_REMOTE_WRITE)
 #define COMM_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
-#define ALL_CAPS	(MSG_CAPS | RMA_CAPS | COMM_CAPS | FI_MULTI_RECV)
+/* FI_RMA_EVENT: remote access counters (test_rma_event) */
+#define ALL_CAPS	(MSG_CAPS | RMA_CAPS | COMM_CAPS | FI_MULTI_RECV | \
+			 FI_RMA_EVENT)
 /* MSG mode bits, each only when the hints offer it, with what goes
  * with it: an 8-octet prefix; 4 octets of remote CQ data */
 #define MSG_MODES	(FI_MSG_PREFIX | FI_RX_CQ_DATA)
@@ -544,7 +546,7 @@ static const char *want_defaults(const struct fi_info *fi)
 				     FI_WRITE));
 	EXPECT(fi->rx_attr->caps == (FI_MSG | FI_RECV | FI_RMA |
 				     FI_REMOTE_READ | FI_REMOTE_WRITE |
-				     FI_MULTI_RECV));
+				     FI_MULTI_RECV | FI_RMA_EVENT));
 	EXPECT(fi->domain_attr->cq_data_size == 0 && fi->mode == 0);
 	EXPECT(fi->domain_attr->mr_mode == (FI_MR_PROV_KEY |
 					    FI_MR_VIRT_ADDR));
@@ -722,6 +724,15 @@ static const char *want_basic_all(const struct fi_info *fi)
 {
 	EXPECT(fi->caps == ALL_CAPS);
 	return want_basic_rma(fi);
+}
+
+static const char *want_rma_event(const struct fi_info *fi)
+{
+	EXPECT(fi->ep_attr->type != FI_EP_DGRAM);
+	EXPECT(fi->caps == (RMA_CAPS | FI_RMA_EVENT));
+	EXPECT(fi->rx_attr->caps & FI_RMA_EVENT);
+	EXPECT(!(fi->tx_attr->caps & FI_RMA_EVENT));
+	return NULL;
 }
 
 static const char *want_all_caps(const struct fi_info *fi)
@@ -1006,9 +1017,9 @@ static const struct gi_case cases[] = {
 	  .expect = -FI_ENODATA },
 	{ "caps FI_MSG|FI_SOURCE -> ENODATA",
 	  .h = { .ep_type = FI_EP_MSG, .caps = FI_MSG | FI_SOURCE }, .expect = -FI_ENODATA },
-	{ "caps FI_RMA|FI_RMA_EVENT -> ENODATA",
+	{ "caps FI_RMA|FI_RMA_EVENT: a target-side cap",
 	  .h = { .caps = FI_RMA | FI_RMA_EVENT, .mr_mode = FI_MR_PROV_KEY },
-	  .expect = -FI_ENODATA },
+	  .check = want_rma_event },
 	{ "rx caps FI_MSG|FI_MULTI_RECV on MSG",
 	  .h = { .ep_type = FI_EP_MSG, .caps = FI_MSG | FI_MULTI_RECV,
 		 .rx_caps = FI_MSG | FI_MULTI_RECV },

@@ -535,7 +535,14 @@ struct iwarp_mr {
 	struct fid_mr mr_fid;
 	struct iwarp_domain *dom;
 	struct iw_mr *imr;
+	/* fi_mr_bind(FI_REMOTE_WRITE / FI_REMOTE_READ): FI_RMA_EVENT */
+	struct iwarp_cntr *cntr_rwrite, *cntr_rread;
 };
+
+struct iwarp_ep_base;
+/* The engine's iw_qp_ops.target for an endpoint (lock held): the peer
+ * wrote or read memory of ours; mr_ctx is an iwarp_mr or NULL. */
+void iwarp_rma_target(struct iwarp_ep_base *b, bool write, void *mr_ctx);
 
 int iwarp_mr_reg(struct fid *fid, const void *buf, size_t len,
 		 uint64_t access, uint64_t offset, uint64_t requested_key,

@@ -35,13 +35,14 @@
 
 #define IWARP_MSG_DIR	(FI_SEND | FI_RECV)
 #define IWARP_RMA_DIR	(FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
-#define IWARP_RMA_CAPS	(FI_RMA | IWARP_RMA_DIR)
+/* FI_RMA_EVENT: targets count the peers' Writes and Reads (counters) */
+#define IWARP_RMA_CAPS	(FI_RMA | IWARP_RMA_DIR | FI_RMA_EVENT)
 #define IWARP_COMM_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define IWARP_CAPS	(FI_MSG | IWARP_MSG_DIR | IWARP_RMA_CAPS | \
 			 FI_MULTI_RECV | IWARP_COMM_CAPS)
 #define IWARP_TX_CAPS	(FI_MSG | FI_SEND | FI_RMA | FI_READ | FI_WRITE)
 #define IWARP_RX_CAPS	(FI_MSG | FI_RECV | FI_RMA | FI_REMOTE_READ | \
-			 FI_REMOTE_WRITE | FI_MULTI_RECV)
+			 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_RMA_EVENT)
 /* MSG: remote CQ data as RFC 7306 Immediate Data (msg/msg.h), offered
  * only to hints that ask for it; the prefix an FI_MSG_PREFIX app gives */
 #define IWARP_MSG_CQ_DATA 4
@@ -57,7 +58,7 @@
 			   FI_ATOMIC | FI_READ | FI_WRITE | FI_TRIGGER)
 #define IWARP_RDM_RX_CAPS (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | \
 			   FI_SOURCE | FI_MULTI_RECV | FI_RMA | FI_ATOMIC | \
-			   FI_REMOTE_READ | FI_REMOTE_WRITE)
+			   FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT)
 /* DGRAM (dgram/): untagged and tagged datagrams over UDP, the sender's
  * fi_addr if asked; no ordering, no delivery promise */
 #define IWARP_DGRAM_CAPS (FI_MSG | FI_TAGGED | IWARP_MSG_DIR | FI_SOURCE | \
@@ -592,7 +593,7 @@ static uint64_t iwarp_rx_half(uint64_t caps)
 	/* receive-only by nature, whatever else was asked */
 	rx |= caps & (FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV);
 	if (caps & (FI_REMOTE_READ | FI_REMOTE_WRITE))
-		rx |= caps & (FI_RMA | FI_ATOMIC);
+		rx |= caps & (FI_RMA | FI_ATOMIC | FI_RMA_EVENT);
 	return rx;
 }
 

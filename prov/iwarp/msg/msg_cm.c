@@ -106,10 +106,20 @@ static void iwarp_ep_cm_event(void *arg, struct iw_qp *qp,
 	}
 }
 
+static void iwarp_ep_target(void *arg, struct iw_qp *qp, bool write,
+			    void *mr_ctx)
+{
+	struct iwarp_ep *ep = arg;
+
+	(void)qp;
+	iwarp_rma_target(&ep->base, write, mr_ctx);
+}
+
 const struct iw_qp_ops iwarp_ep_qp_ops = {
 	.cm_event = iwarp_ep_cm_event,
 	.complete = iwarp_ep_complete,
 	.imm = iwarp_ep_imm,
+	.target = iwarp_ep_target,
 };
 
 /* ---- connect, accept, shutdown */
