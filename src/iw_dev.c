@@ -122,9 +122,8 @@ static uint32_t iw_stag_make(struct iw_dev *dev, uint32_t idx)
 	uint32_t key = 0;
 
 	while (!key)
-		key = (uint32_t)(iw_random(dev) >> 40) &
-		      (0xffffffffu >> IW_STAG_IDX_BITS);
-	return key << IW_STAG_IDX_BITS | idx;
+		key = (uint32_t)(iw_random(dev) >> 40) & IW_STAG_KEY_MASK;
+	return idx << IW_STAG_KEY_BITS | key;
 }
 
 static int iw_stag_slot(struct iw_dev *dev, uint32_t *idx)
@@ -155,7 +154,7 @@ static int iw_stag_slot(struct iw_dev *dev, uint32_t *idx)
 
 struct iw_mr *iw_stag_lookup(struct iw_dev *dev, uint32_t stag)
 {
-	uint32_t idx = stag & IW_STAG_IDX_MASK;
+	uint32_t idx = iw_stag_idx(stag);
 	struct iw_mr *mr;
 
 	if (idx == 0 || idx >= dev->nstags)
@@ -220,7 +219,7 @@ int iw_mr_reg(struct iw_pd *pd, void *addr, size_t len, uint64_t base_to,
 int iw_mr_dereg(struct iw_mr *mr)
 {
 	struct iw_dev *dev = mr->pd->dev;
-	uint32_t idx = mr->stag & IW_STAG_IDX_MASK;
+	uint32_t idx = iw_stag_idx(mr->stag);
 
 	dev->stags[idx] = NULL;
 	dev->free_idx[dev->nfree++] = idx;
@@ -252,7 +251,7 @@ bool iw_mr_valid(const struct iw_mr *mr)
 
 uint32_t iw_mr_rekey(struct iw_mr *mr)
 {
-	uint32_t idx = mr->stag & IW_STAG_IDX_MASK;
+	uint32_t idx = iw_stag_idx(mr->stag);
 	uint32_t old = mr->stag;
 
 	do

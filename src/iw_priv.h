@@ -26,8 +26,20 @@
 
 /* ---- device, PDs, memory */
 
-#define IW_STAG_IDX_BITS 20
-#define IW_STAG_IDX_MASK ((1u << IW_STAG_IDX_BITS) - 1)
+/*
+ * An STag is a table index (high 20 bits) and a random key (low 12), as
+ * iWARP hardware lays them out: with few regions an STag stays below
+ * 2^24 like theirs, which some applications (fabtests' rdm_rma_trigger)
+ * quietly rely on.
+ */
+#define IW_STAG_KEY_BITS 12
+#define IW_STAG_KEY_MASK ((1u << IW_STAG_KEY_BITS) - 1)
+#define IW_STAG_IDX_MASK ((1u << (32 - IW_STAG_KEY_BITS)) - 1)
+
+static inline uint32_t iw_stag_idx(uint32_t stag)
+{
+	return stag >> IW_STAG_KEY_BITS;
+}
 
 struct iw_dev {
 	struct iw_mr **stags;	/* by index; [0] unused */

@@ -10,7 +10,8 @@
  * Written data is compared at the target, read data at the initiator.
  * The capability is offered only where asked and only for MSG and RDM;
  * without it remote counters cannot be bound; fi_mr_bind refuses what
- * it cannot count and a bound counter cannot be closed.
+ * it cannot count and a bound counter cannot be closed. Keys of a few
+ * regions stay below 2^24, as hardware STags do.
  *
  * The child reports its checks over a pipe as fixed slots, and a slot it
  * never filled (crash, hang: it is killed) is a failure, so the number of
@@ -386,6 +387,11 @@ static bool target_regions(struct target *t, const char *what)
 	       "%s: fi_mr_bind refuses FI_SEND and a CQ", what);
 	tap_ok(fi_close(&t->c[K_MR_A]->fid) == -FI_EBUSY,
 	       "%s: a counter bound to a region cannot be closed", what);
+	/* index high, key low, as hardware: rdm_rma_trigger needs it */
+	tap_ok(ok && fi_mr_key(t->mr_a) < (1u << 24) &&
+		       fi_mr_key(t->mr_b) < (1u << 24) &&
+		       fi_mr_key(t->mr_a) != fi_mr_key(t->mr_b),
+	       "%s: keys of a few regions differ and stay below 2^24", what);
 	return ok;
 }
 
@@ -487,7 +493,7 @@ static void run(enum fi_ep_type type, const char *what)
 	if (ok)
 		ok = target_regions(&t, what);
 	else
-		for (i = 0; i < 3; i++)
+		for (i = 0; i < 4; i++)
 			tap_ok(0, "%s: regions and counters", what);
 	t.big = malloc(BIG);
 	if (ok && type == FI_EP_RDM)
