@@ -307,7 +307,8 @@ static const char *entry_addr_ok(const struct fi_info *fi)
 
 static const char *entry_caps_ok(const struct fi_info *fi)
 {
-	EXPECT(fi->caps && !(fi->caps & ~ALL_CAPS));
+	/* FI_TAGGED only when asked (want_defaults has it not) */
+	EXPECT(fi->caps && !(fi->caps & ~(ALL_CAPS | FI_TAGGED)));
 	EXPECT(!(fi->tx_attr->caps & ~fi->caps));
 	EXPECT(!(fi->rx_attr->caps & ~fi->caps));
 	EXPECT(!(fi->tx_attr->caps & (FI_RECV | FI_REMOTE_READ |
@@ -726,6 +727,18 @@ static const char *want_basic_all(const struct fi_info *fi)
 	return want_basic_rma(fi);
 }
 
+static const char *want_msg_tagged(const struct fi_info *fi)
+{
+	EXPECT(fi->ep_attr->type == FI_EP_MSG);
+	EXPECT(fi->caps == (FI_TAGGED | FI_SEND | FI_RECV));
+	EXPECT(fi->tx_attr->caps == (FI_TAGGED | FI_SEND));
+	EXPECT(fi->rx_attr->caps == (FI_TAGGED | FI_RECV));
+	EXPECT(fi->ep_attr->mem_tag_format == ~0ULL);
+	EXPECT(fi->tx_attr->iov_limit == 7 && fi->rx_attr->iov_limit == 7);
+	EXPECT(fi->domain_attr->cq_data_size == 0 && fi->mode == 0);
+	return NULL;
+}
+
 static const char *want_rma_event(const struct fi_info *fi)
 {
 	EXPECT(fi->ep_attr->type != FI_EP_DGRAM);
@@ -993,7 +1006,11 @@ static const struct gi_case cases[] = {
 	{ "caps FI_MSG, tx caps FI_RMA -> ENODATA (not within caps)",
 	  .h = { .caps = FI_MSG, .tx_caps = FI_RMA,
 		 .mr_mode = FI_MR_PROV_KEY }, .expect = -FI_ENODATA },
-	{ "caps FI_TAGGED -> ENODATA", .h = { .ep_type = FI_EP_MSG, .caps = FI_TAGGED },
+	{ "caps FI_TAGGED on MSG: 64-bit tags, one iov for the header",
+	  .h = { .ep_type = FI_EP_MSG, .caps = FI_TAGGED },
+	  .check = want_msg_tagged },
+	{ "caps FI_TAGGED|FI_MULTI_RECV on MSG -> ENODATA",
+	  .h = { .ep_type = FI_EP_MSG, .caps = FI_TAGGED | FI_MULTI_RECV },
 	  .expect = -FI_ENODATA },
 	{ "caps FI_ATOMIC on MSG -> ENODATA",
 	  .h = { .ep_type = FI_EP_MSG, .caps = FI_ATOMIC,

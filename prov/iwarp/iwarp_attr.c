@@ -38,11 +38,14 @@
 /* FI_RMA_EVENT: targets count the peers' Writes and Reads (counters) */
 #define IWARP_RMA_CAPS	(FI_RMA | IWARP_RMA_DIR | FI_RMA_EVENT)
 #define IWARP_COMM_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
-#define IWARP_CAPS	(FI_MSG | IWARP_MSG_DIR | IWARP_RMA_CAPS | \
+/* MSG: FI_TAGGED only when asked (iwarp_narrow_tagged) */
+#define IWARP_CAPS	(FI_MSG | FI_TAGGED | IWARP_MSG_DIR | IWARP_RMA_CAPS | \
 			 FI_MULTI_RECV | IWARP_COMM_CAPS)
-#define IWARP_TX_CAPS	(FI_MSG | FI_SEND | FI_RMA | FI_READ | FI_WRITE)
-#define IWARP_RX_CAPS	(FI_MSG | FI_RECV | FI_RMA | FI_REMOTE_READ | \
-			 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_RMA_EVENT)
+#define IWARP_TX_CAPS	(FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_READ | \
+			 FI_WRITE)
+#define IWARP_RX_CAPS	(FI_MSG | FI_TAGGED | FI_RECV | FI_RMA | \
+			 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV | \
+			 FI_RMA_EVENT)
 /* MSG: remote CQ data as RFC 7306 Immediate Data (msg/msg.h), offered
  * only to hints that ask for it; the prefix an FI_MSG_PREFIX app gives */
 #define IWARP_MSG_CQ_DATA 4
@@ -871,6 +874,36 @@ static void iwarp_comp_order_v2(struct fi_info *fi, const struct fi_info *hints)
 				  hints->rx_attr->comp_order : 0;
 }
 
+/*
+ * FI_TAGGED on MSG, only when asked: such an endpoint connects only to
+ * peers that offered it too (msg/msg_tagged.c), and takes no
+ * multi-receive buffer, prefix or remote CQ data.
+ */
+static int iwarp_narrow_tagged(struct fi_info *fi, const struct fi_info *hints)
+{
+	bool asked = hints && (hints->caps & FI_TAGGED);
+
+	if (!asked) {
+		fi->caps &= ~FI_TAGGED;
+		fi->tx_attr->caps &= ~FI_TAGGED;
+		fi->rx_attr->caps &= ~FI_TAGGED;
+		return 0;
+	}
+	if ((fi->caps & FI_MULTI_RECV) || fi->domain_attr->cq_data_size) {
+		iwarp_reject("FI_TAGGED on MSG: no FI_MULTI_RECV or CQ data\n");
+		return -FI_ENODATA;
+	}
+	fi->mode &= ~FI_MSG_PREFIX;
+	fi->tx_attr->mode &= ~FI_MSG_PREFIX;
+	fi->rx_attr->mode &= ~FI_MSG_PREFIX;
+	fi->ep_attr->msg_prefix_size = 0;
+	fi->ep_attr->mem_tag_format = IWARP_RDM_TAG_FORMAT;
+	/* one scatter entry carries the header */
+	fi->tx_attr->iov_limit = IWARP_IOV_MAX - 1;
+	fi->rx_attr->iov_limit = IWARP_IOV_MAX - 1;
+	return 0;
+}
+
 int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
 		    enum fi_ep_type type, struct fi_info **tmpl)
 {
@@ -883,6 +916,8 @@ int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
 		return -FI_ENOMEM;
 	iwarp_defaults(fi, version, type);
 	ret = hints ? iwarp_narrow(fi, version, hints) : 0;
+	if (!ret && type == FI_EP_MSG)
+		ret = iwarp_narrow_tagged(fi, hints);
 	if (ret) {
 		fi_freeinfo(fi);
 		return ret;
