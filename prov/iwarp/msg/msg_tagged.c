@@ -102,7 +102,7 @@ static int iwarp_tag_dst(const struct iwarp_op *op, uint32_t len,
 
 	memcpy(dst, op->sgl, (size_t)n * sizeof(*dst));
 	if (len > op->len)
-		dst[n++] = (struct iw_sge){ NULL, 0 };
+		dst[n++] = (struct iw_sge){ NULL, (uint32_t)(len - op->len) };
 	return n;
 }
 
