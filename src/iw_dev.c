@@ -117,11 +117,27 @@ int iw_pd_free(struct iw_pd *pd)
 	return 0;
 }
 
+static struct iw_mr **iw_ukey_slot(struct iw_dev *dev, uint32_t stag)
+{
+	struct iw_mr **pp = &dev->ukeys[(stag ^ stag >> 8 ^ stag >> 16 ^
+					 stag >> 24) % IW_UKEY_BUCKETS];
+
+	while (*pp && (*pp)->stag != stag)
+		pp = &(*pp)->unext;
+	return pp;
+}
+
+static struct iw_mr *iw_ukey_find(struct iw_dev *dev, uint32_t stag)
+{
+	return dev->nukeys ? *iw_ukey_slot(dev, stag) : NULL;
+}
+
+/* Never one a region registered under a chosen STag has. */
 static uint32_t iw_stag_make(struct iw_dev *dev, uint32_t idx)
 {
 	uint32_t key = 0;
 
-	while (!key)
+	while (!key || iw_ukey_find(dev, idx << IW_STAG_KEY_BITS | key))
 		key = (uint32_t)(iw_random(dev) >> 40) & IW_STAG_KEY_MASK;
 	return idx << IW_STAG_KEY_BITS | key;
 }
@@ -155,14 +171,13 @@ static int iw_stag_slot(struct iw_dev *dev, uint32_t *idx)
 struct iw_mr *iw_stag_lookup(struct iw_dev *dev, uint32_t stag)
 {
 	uint32_t idx = iw_stag_idx(stag);
-	struct iw_mr *mr;
+	struct iw_mr *mr = NULL;
 
-	if (idx == 0 || idx >= dev->nstags)
-		return NULL;
-	mr = dev->stags[idx];
-	if (!mr || mr->stag != stag || !mr->valid)
-		return NULL;
-	return mr;
+	if (idx && idx < dev->nstags)
+		mr = dev->stags[idx];
+	if (!mr || mr->stag != stag)
+		mr = iw_ukey_find(dev, stag);
+	return mr && mr->valid ? mr : NULL;
 }
 
 void *iw_mr_translate(struct iw_pd *pd, uint32_t stag, uint64_t to,
@@ -185,6 +200,22 @@ void *iw_mr_translate(struct iw_pd *pd, uint32_t stag, uint64_t to,
 	return NULL;
 }
 
+static struct iw_mr *iw_mr_new(struct iw_pd *pd, void *addr, size_t len,
+				uint64_t base_to, unsigned int access)
+{
+	struct iw_mr *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->pd = pd;
+	m->addr = addr;
+	m->len = len;
+	m->base_to = base_to;
+	m->access = access;
+	m->valid = true;
+	return m;
+}
+
 int iw_mr_reg(struct iw_pd *pd, void *addr, size_t len, uint64_t base_to,
 	      unsigned int access, struct iw_mr **mr)
 {
@@ -195,7 +226,7 @@ int iw_mr_reg(struct iw_pd *pd, void *addr, size_t len, uint64_t base_to,
 
 	if ((!addr && len) || base_to + len < base_to)
 		return -EINVAL;
-	m = calloc(1, sizeof(*m));
+	m = iw_mr_new(pd, addr, len, base_to, access);
 	if (!m)
 		return -ENOMEM;
 	ret = iw_stag_slot(dev, &idx);
@@ -203,14 +234,33 @@ int iw_mr_reg(struct iw_pd *pd, void *addr, size_t len, uint64_t base_to,
 		free(m);
 		return ret;
 	}
-	m->pd = pd;
-	m->addr = addr;
-	m->len = len;
-	m->base_to = base_to;
-	m->access = access;
-	m->valid = true;
 	m->stag = iw_stag_make(dev, idx);
 	dev->stags[idx] = m;
+	pd->nmr++;
+	*mr = m;
+	return 0;
+}
+
+int iw_mr_reg_stag(struct iw_pd *pd, void *addr, size_t len,
+		   uint64_t base_to, unsigned int access, uint32_t stag,
+		   struct iw_mr **mr)
+{
+	struct iw_dev *dev = pd->dev;
+	uint32_t idx = iw_stag_idx(stag);
+	struct iw_mr *m;
+
+	if ((!addr && len) || base_to + len < base_to)
+		return -EINVAL;
+	if ((idx && idx < dev->nstags && dev->stags[idx] &&
+	     dev->stags[idx]->stag == stag) || iw_ukey_find(dev, stag))
+		return -EEXIST;
+	m = iw_mr_new(pd, addr, len, base_to, access);
+	if (!m)
+		return -ENOMEM;
+	m->stag = stag;
+	m->ukey = true;
+	*iw_ukey_slot(dev, stag) = m;
+	dev->nukeys++;
 	pd->nmr++;
 	*mr = m;
 	return 0;
@@ -221,6 +271,13 @@ int iw_mr_dereg(struct iw_mr *mr)
 	struct iw_dev *dev = mr->pd->dev;
 	uint32_t idx = iw_stag_idx(mr->stag);
 
+	if (mr->ukey) {
+		*iw_ukey_slot(dev, mr->stag) = mr->unext;
+		dev->nukeys--;
+		mr->pd->nmr--;
+		free(mr);
+		return 0;
+	}
 	dev->stags[idx] = NULL;
 	dev->free_idx[dev->nfree++] = idx;
 	mr->pd->nmr--;
@@ -254,6 +311,9 @@ uint32_t iw_mr_rekey(struct iw_mr *mr)
 	uint32_t idx = iw_stag_idx(mr->stag);
 	uint32_t old = mr->stag;
 
+	mr->valid = true;
+	if (mr->ukey)
+		return mr->stag;	/* the chosen one stays */
 	do
 		mr->stag = iw_stag_make(mr->pd->dev, idx);
 	while (mr->stag == old);

@@ -41,8 +41,13 @@ static inline uint32_t iw_stag_idx(uint32_t stag)
 	return stag >> IW_STAG_KEY_BITS;
 }
 
+#define IW_UKEY_BUCKETS 256
+
 struct iw_dev {
 	struct iw_mr **stags;	/* by index; [0] unused */
+	/* STags the layer above chose (iw_mr_reg_stag), hashed */
+	struct iw_mr *ukeys[IW_UKEY_BUCKETS];
+	uint32_t nukeys;
 	uint32_t nstags;	/* slots in use or free-listed */
 	uint32_t cap;
 	uint32_t *free_idx;
@@ -68,6 +73,8 @@ struct iw_mr {
 	unsigned int access;
 	bool valid;
 	void *ctx;		/* iw_mr_set_ctx */
+	bool ukey;		/* chosen above: in dev->ukeys, no index */
+	struct iw_mr *unext;
 };
 
 void iw_log(struct iw_dev *dev, int level, const char *fmt, ...)

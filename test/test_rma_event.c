@@ -43,6 +43,8 @@
 #define REG_B		65536
 #define BIG		(1 << 20)	/* an RDM rendezvous message */
 #define WAIT_S		10
+#define KEY_A		7	/* requested: taken with FI_IWARP_MR_APP_KEYS */
+#define KEY_B		8
 
 /* What the target tells the initiator over the pipe. */
 struct keys {
@@ -369,10 +371,10 @@ static bool target_regions(struct target *t, const char *what)
 	t->a = calloc(1, REG_A);
 	t->b = malloc(REG_B);
 	fill(t->b, REG_B, 7);
-	ok = fi_mr_reg(t->s.domain, t->a, REG_A, FI_REMOTE_WRITE, 0, 0, 0,
+	ok = fi_mr_reg(t->s.domain, t->a, REG_A, FI_REMOTE_WRITE, 0, KEY_A, 0,
 		       &t->mr_a, NULL) == 0 &&
 	     fi_mr_reg(t->s.domain, t->b, REG_B,
-		       FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0, 0, &t->mr_b,
+		       FI_REMOTE_WRITE | FI_REMOTE_READ, 0, KEY_B, 0, &t->mr_b,
 		       NULL) == 0;
 	tap_ok(ok && fi_mr_bind(t->mr_a, &t->c[K_MR_A]->fid,
 				FI_REMOTE_WRITE) == 0 &&
@@ -502,8 +504,11 @@ static void run(enum fi_ep_type type, const char *what)
 		ok = target_listen(&t, &k) == 0;
 	k.key_a = t.mr_a ? fi_mr_key(t.mr_a) : 0;
 	k.key_b = t.mr_b ? fi_mr_key(t.mr_b) : 0;
-	k.base_a = (uintptr_t)t.a;
-	k.base_b = (uintptr_t)t.b;
+	/* offsets unless FI_MR_VIRT_ADDR (FI_IWARP_MR_APP_KEYS drops it) */
+	if (t.s.info && (t.s.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)) {
+		k.base_a = (uintptr_t)t.a;
+		k.base_b = (uintptr_t)t.b;
+	}
 	if (pipe(down) || pipe(up))
 		exit(1);
 	fflush(stdout);
@@ -567,11 +572,63 @@ static void not_asked(enum fi_ep_type type, const char *what)
 		fi_close(&c->fid);
 }
 
+/*
+ * FI_IWARP_MR_APP_KEYS=1 in the environment (test/run runs it both
+ * ways): the reply drops FI_MR_PROV_KEY and FI_MR_VIRT_ADDR and regions
+ * take the keys asked for, each once; otherwise the keys are ours.
+ */
+static void app_keys(void)
+{
+	const char *env = getenv("FI_IWARP_MR_APP_KEYS");
+	bool app = env && atoi(env);
+	struct side s = { .type = FI_EP_RDM };
+	struct fid_mr *m1 = NULL, *m2 = NULL, *m3 = NULL;
+	static uint8_t buf[64];
+	int r2 = 0, r3 = 0;
+	bool ok;
+
+	ok = getinfo(FI_EP_RDM, FI_MSG | FI_RMA, NULL, NULL, 0, &s.info) == 0;
+	tap_ok(ok && !(s.info->domain_attr->mr_mode &
+		       (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR)) == app,
+	       "FI_IWARP_MR_APP_KEYS %s: the reply %s FI_MR_PROV_KEY and "
+	       "FI_MR_VIRT_ADDR", app ? "on" : "off",
+	       app ? "drops" : "keeps");
+	if (ok)
+		ok = side_open(&s) == 0 &&
+		     fi_mr_reg(s.domain, buf, 32, FI_REMOTE_WRITE, 0, KEY_A, 0,
+			       &m1, NULL) == 0;
+	if (ok) {
+		r2 = fi_mr_reg(s.domain, buf + 32, 32, FI_REMOTE_WRITE, 0,
+			       KEY_A, 0, &m2, NULL);
+		r3 = fi_mr_reg(s.domain, buf, 8, FI_REMOTE_WRITE, 0,
+			       1ULL << 33, 0, &m3, NULL);
+	}
+	if (app)
+		tap_ok(ok && fi_mr_key(m1) == KEY_A && r2 == -FI_ENOKEY &&
+			       r3 == -FI_EKEYREJECTED,
+		       "application keys: key %d taken, again -FI_ENOKEY, "
+		       "beyond 32 bits -FI_EKEYREJECTED (%d %d)", KEY_A, r2,
+		       r3);
+	else
+		tap_ok(ok && !r2 && !r3 && fi_mr_key(m1) != KEY_A &&
+			       fi_mr_key(m1) != fi_mr_key(m2),
+		       "provider keys: the key asked for is ignored (%d %d)",
+		       r2, r3);
+	if (m3)
+		fi_close(&m3->fid);
+	if (m2)
+		fi_close(&m2->fid);
+	if (m1)
+		fi_close(&m1->fid);
+	side_close(&s);
+}
+
 int main(void)
 {
 	struct fi_info *info = NULL;
 
 	setenv("FI_IWARP_IFACE", "lo", 1);
+	app_keys();
 	run(FI_EP_RDM, "RDM");
 	run(FI_EP_MSG, "MSG");
 	not_asked(FI_EP_RDM, "RDM");

@@ -74,6 +74,11 @@ enum {
  */
 int iw_mr_reg(struct iw_pd *pd, void *addr, size_t len, uint64_t base_to,
 	      unsigned int access, struct iw_mr **mr);
+/* The same under the STag the layer above chose (application keys):
+ * -EEXIST if a region has it. Generated STags avoid it. */
+int iw_mr_reg_stag(struct iw_pd *pd, void *addr, size_t len,
+		   uint64_t base_to, unsigned int access, uint32_t stag,
+		   struct iw_mr **mr);
 int iw_mr_dereg(struct iw_mr *mr);
 uint32_t iw_mr_stag(const struct iw_mr *mr);
 /* What iw_qp_ops.target tells for accesses to this region. */

@@ -91,6 +91,7 @@ struct iwarp_params {
 	size_t listen_pending;	/* connections held before a decision */
 	int mpa_timeout_ms;	/* time to send the whole MPA Request */
 	int rdm_probe_ms;	/* bound of a live connection's probe */
+	int mr_app_keys;	/* prefer application keys and offsets */
 };
 
 #define IWARP_RDM_PROBE_MS_DEFAULT 2000
@@ -530,6 +531,13 @@ struct iw_mr;
 struct iw_qp;
 struct iw_listener;
 struct iw_conn_req;
+
+/* FI_IWARP_MR_APP_KEYS took the application's keys (iwarp_attr.c) */
+static inline bool iwarp_mr_app_keys(int mr_mode)
+{
+	return iwarp_params.mr_app_keys &&
+	       !(mr_mode & (FI_MR_PROV_KEY | IWARP_MR_BASIC));
+}
 
 struct iwarp_mr {
 	struct fid_mr mr_fid;

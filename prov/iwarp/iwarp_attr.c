@@ -697,6 +697,11 @@ static bool iwarp_narrow_mr(struct fi_info *fi, uint32_t version,
 	mode = iwarp_mr_mode(version, user, &prov_keys);
 	if (mode < 0)
 		return false;
+	/* FI_IWARP_MR_APP_KEYS: keys and offsets of the application's */
+	if (iwarp_params.mr_app_keys && mode != IWARP_MR_BASIC) {
+		mode &= ~(FI_MR_PROV_KEY | FI_MR_VIRT_ADDR);
+		prov_keys = true;
+	}
 	fi->domain_attr->mr_mode = mode;
 	if (prov_keys || !(fi->caps & IWARP_KEYED_CAPS))
 		return true;

@@ -122,15 +122,26 @@ int iwarp_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 		return -FI_ENOMEM;
 	base = dom->mr_mode & (FI_MR_VIRT_ADDR | IWARP_MR_BASIC) ?
 		       (uint64_t)(uintptr_t)iov->iov_base : 0;
+	if (iwarp_mr_app_keys(dom->mr_mode) &&
+	    attr->requested_key > UINT32_MAX) {
+		free(mr);
+		return -FI_EKEYREJECTED;
+	}
 	iwarp_lock(dom->fabric);
-	ret = iw_mr_reg(dom->pd, iov->iov_base, iov->iov_len, base,
-			iwarp_mr_access(attr->access), &mr->imr);
+	if (iwarp_mr_app_keys(dom->mr_mode))
+		ret = iw_mr_reg_stag(dom->pd, iov->iov_base, iov->iov_len,
+				     base, iwarp_mr_access(attr->access),
+				     (uint32_t)attr->requested_key, &mr->imr);
+	else
+		ret = iw_mr_reg(dom->pd, iov->iov_base, iov->iov_len, base,
+				iwarp_mr_access(attr->access), &mr->imr);
 	if (!ret)
 		atomic_fetch_add(&dom->ref, 1);
 	iwarp_unlock(dom->fabric);
 	if (ret) {
 		free(mr);
-		return ret == -ENOMEM ? -FI_ENOMEM : -FI_EINVAL;
+		return ret == -ENOMEM ? -FI_ENOMEM : ret == -EEXIST ?
+		       -FI_ENOKEY : -FI_EINVAL;
 	}
 	iw_mr_set_ctx(mr->imr, mr);
 	mr->dom = dom;
