@@ -188,7 +188,8 @@ static int side_ep(struct side *s, struct fi_info *info,
 	return ret;
 }
 
-static void side_close(struct side *s)
+/* Everything but the domain and fabric (regions, counters close next). */
+static void side_close_eps(struct side *s)
 {
 	if (s->ep)
 		fi_close(&s->ep->fid);
@@ -200,6 +201,16 @@ static void side_close(struct side *s)
 		fi_close(&s->eq->fid);
 	if (s->cq)
 		fi_close(&s->cq->fid);
+	s->ep = NULL;
+	s->pep = NULL;
+	s->av = NULL;
+	s->eq = NULL;
+	s->cq = NULL;
+}
+
+static void side_close(struct side *s)
+{
+	side_close_eps(s);
 	if (s->domain)
 		fi_close(&s->domain->fid);
 	if (s->fabric)
@@ -335,9 +346,10 @@ static int child(enum fi_ep_type type, int rfd, int wfd)
 	xfull(rfd, &k, 1, false);
 out:
 	xfull(wfd, res, sizeof(res), true);
-	side_close(&s);
+	side_close_eps(&s);
 	if (rread)
 		fi_close(&rread->fid);
+	side_close(&s);
 	free(buf);
 	return 0;
 }
@@ -530,10 +542,10 @@ static void run(enum fi_ep_type type, const char *what)
 	xfull(up[0], res, sizeof(res), false);
 	for (i = 0; i < NCHILD; i++)
 		tap_ok(res[i], "%s: initiator: %s", what, child_name[i]);
-	tap_child(pid, WAIT_S, "initiator");
+	tap_child(pid, 3 * WAIT_S, "initiator");
 	close(down[1]);
 	close(up[0]);
-	side_close(&t.s);
+	side_close_eps(&t.s);
 	if (t.mr_a)
 		fi_close(&t.mr_a->fid);
 	if (t.mr_b)
@@ -541,6 +553,7 @@ static void run(enum fi_ep_type type, const char *what)
 	for (i = 0; i < NCNTR; i++)
 		if (t.c[i])
 			fi_close(&t.c[i]->fid);
+	side_close(&t.s);
 	free(t.a);
 	free(t.b);
 	free(t.big);
@@ -567,9 +580,10 @@ static void not_asked(enum fi_ep_type type, const char *what)
 		       fi_ep_bind(s.ep, &c->fid, FI_REMOTE_READ) == -FI_ENOSYS,
 	       "%s: without it FI_REMOTE_WRITE/READ counters are refused",
 	       what);
-	side_close(&s);
+	side_close_eps(&s);
 	if (c)
 		fi_close(&c->fid);
+	side_close(&s);
 }
 
 /*
@@ -620,7 +634,7 @@ static void app_keys(void)
 		fi_close(&m2->fid);
 	if (m1)
 		fi_close(&m1->fid);
-	side_close(&s);
+	side_close(&s);	/* nothing of the domain is left open */
 }
 
 int main(void)
