@@ -153,14 +153,29 @@ int iw_pd_free(struct iw_pd *pd)
 	return 0;
 }
 
+static struct iw_mr **iw_ukey_slot(struct iw_dev *dev, uint32_t stag)
+{
+	struct iw_mr **pp = &dev->ukeys[(stag ^ stag >> 8 ^ stag >> 16 ^
+					 stag >> 24) % IW_UKEY_BUCKETS];
+
+	while (*pp && (*pp)->stag != stag)
+		pp = &(*pp)->unext;
+	return pp;
+}
+
+static struct iw_mr *iw_ukey_find(struct iw_dev *dev, uint32_t stag)
+{
+	return dev->nukeys ? *iw_ukey_slot(dev, stag) : NULL;
+}
+
+/* Never one a region registered under a chosen STag has. */
 static uint32_t iw_stag_make(struct iw_dev *dev, uint32_t idx)
 {
 	uint32_t key = 0;
 
-	while (!key)
-		key = (uint32_t)(iw_random(dev) >> 40) &
-		      (0xffffffffu >> IW_STAG_IDX_BITS);
-	return key << IW_STAG_IDX_BITS | idx;
+	while (!key || iw_ukey_find(dev, idx << IW_STAG_KEY_BITS | key))
+		key = (uint32_t)(iw_random(dev) >> 40) & IW_STAG_KEY_MASK;
+	return idx << IW_STAG_KEY_BITS | key;
 }
 
 static int iw_stag_slot(struct iw_dev *dev, uint32_t *idx)
@@ -191,15 +206,14 @@ static int iw_stag_slot(struct iw_dev *dev, uint32_t *idx)
 
 struct iw_mr *iw_stag_lookup(struct iw_dev *dev, uint32_t stag)
 {
-	uint32_t idx = stag & IW_STAG_IDX_MASK;
-	struct iw_mr *mr;
+	uint32_t idx = iw_stag_idx(stag);
+	struct iw_mr *mr = NULL;
 
-	if (idx == 0 || idx >= dev->nstags)
-		return NULL;
-	mr = dev->stags[idx];
-	if (!mr || mr->stag != stag || !mr->valid)
-		return NULL;
-	return mr;
+	if (idx && idx < dev->nstags)
+		mr = dev->stags[idx];
+	if (!mr || mr->stag != stag)
+		mr = iw_ukey_find(dev, stag);
+	return mr && mr->valid ? mr : NULL;
 }
 
 void *iw_mr_translate(struct iw_pd *pd, uint32_t stag, uint64_t to,
@@ -222,6 +236,22 @@ void *iw_mr_translate(struct iw_pd *pd, uint32_t stag, uint64_t to,
 	return NULL;
 }
 
+static struct iw_mr *iw_mr_new(struct iw_pd *pd, void *addr, size_t len,
+				uint64_t base_to, unsigned int access)
+{
+	struct iw_mr *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->pd = pd;
+	m->addr = addr;
+	m->len = len;
+	m->base_to = base_to;
+	m->access = access;
+	m->valid = true;
+	return m;
+}
+
 int iw_mr_reg(struct iw_pd *pd, void *addr, size_t len, uint64_t base_to,
 	      unsigned int access, struct iw_mr **mr)
 {
@@ -232,7 +262,7 @@ int iw_mr_reg(struct iw_pd *pd, void *addr, size_t len, uint64_t base_to,
 
 	if ((!addr && len) || base_to + len < base_to)
 		return -EINVAL;
-	m = calloc(1, sizeof(*m));
+	m = iw_mr_new(pd, addr, len, base_to, access);
 	if (!m)
 		return -ENOMEM;
 	ret = iw_stag_slot(dev, &idx);
@@ -240,14 +270,33 @@ int iw_mr_reg(struct iw_pd *pd, void *addr, size_t len, uint64_t base_to,
 		free(m);
 		return ret;
 	}
-	m->pd = pd;
-	m->addr = addr;
-	m->len = len;
-	m->base_to = base_to;
-	m->access = access;
-	m->valid = true;
 	m->stag = iw_stag_make(dev, idx);
 	dev->stags[idx] = m;
+	pd->nmr++;
+	*mr = m;
+	return 0;
+}
+
+int iw_mr_reg_stag(struct iw_pd *pd, void *addr, size_t len,
+		   uint64_t base_to, unsigned int access, uint32_t stag,
+		   struct iw_mr **mr)
+{
+	struct iw_dev *dev = pd->dev;
+	uint32_t idx = iw_stag_idx(stag);
+	struct iw_mr *m;
+
+	if ((!addr && len) || base_to + len < base_to)
+		return -EINVAL;
+	if ((idx && idx < dev->nstags && dev->stags[idx] &&
+	     dev->stags[idx]->stag == stag) || iw_ukey_find(dev, stag))
+		return -EEXIST;
+	m = iw_mr_new(pd, addr, len, base_to, access);
+	if (!m)
+		return -ENOMEM;
+	m->stag = stag;
+	m->ukey = true;
+	*iw_ukey_slot(dev, stag) = m;
+	dev->nukeys++;
 	pd->nmr++;
 	*mr = m;
 	return 0;
@@ -256,8 +305,15 @@ int iw_mr_reg(struct iw_pd *pd, void *addr, size_t len, uint64_t base_to,
 int iw_mr_dereg(struct iw_mr *mr)
 {
 	struct iw_dev *dev = mr->pd->dev;
-	uint32_t idx = mr->stag & IW_STAG_IDX_MASK;
+	uint32_t idx = iw_stag_idx(mr->stag);
 
+	if (mr->ukey) {
+		*iw_ukey_slot(dev, mr->stag) = mr->unext;
+		dev->nukeys--;
+		mr->pd->nmr--;
+		free(mr);
+		return 0;
+	}
 	dev->stags[idx] = NULL;
 	dev->free_idx[dev->nfree++] = idx;
 	mr->pd->nmr--;
@@ -268,6 +324,11 @@ int iw_mr_dereg(struct iw_mr *mr)
 uint32_t iw_mr_stag(const struct iw_mr *mr)
 {
 	return mr->stag;
+}
+
+void iw_mr_set_ctx(struct iw_mr *mr, void *ctx)
+{
+	mr->ctx = ctx;
 }
 
 int iw_mr_invalidate(struct iw_mr *mr)
@@ -283,9 +344,12 @@ bool iw_mr_valid(const struct iw_mr *mr)
 
 uint32_t iw_mr_rekey(struct iw_mr *mr)
 {
-	uint32_t idx = mr->stag & IW_STAG_IDX_MASK;
+	uint32_t idx = iw_stag_idx(mr->stag);
 	uint32_t old = mr->stag;
 
+	mr->valid = true;
+	if (mr->ukey)
+		return mr->stag;	/* the chosen one stays */
 	do
 		mr->stag = iw_stag_make(mr->pd->dev, idx);
 	while (mr->stag == old);

@@ -26,11 +26,28 @@
 
 /* ---- device, PDs, memory */
 
-#define IW_STAG_IDX_BITS 20
-#define IW_STAG_IDX_MASK ((1u << IW_STAG_IDX_BITS) - 1)
+/*
+ * An STag is a table index (high 20 bits) and a random key (low 12), as
+ * iWARP hardware lays them out: with few regions an STag stays below
+ * 2^24 like theirs, which some applications (fabtests' rdm_rma_trigger)
+ * quietly rely on.
+ */
+#define IW_STAG_KEY_BITS 12
+#define IW_STAG_KEY_MASK ((1u << IW_STAG_KEY_BITS) - 1)
+#define IW_STAG_IDX_MASK ((1u << (32 - IW_STAG_KEY_BITS)) - 1)
+
+static inline uint32_t iw_stag_idx(uint32_t stag)
+{
+	return stag >> IW_STAG_KEY_BITS;
+}
+
+#define IW_UKEY_BUCKETS 256
 
 struct iw_dev {
 	struct iw_mr **stags;	/* by index; [0] unused */
+	/* STags the layer above chose (iw_mr_reg_stag), hashed */
+	struct iw_mr *ukeys[IW_UKEY_BUCKETS];
+	uint32_t nukeys;
 	uint32_t nstags;	/* slots in use or free-listed */
 	uint32_t cap;
 	uint32_t *free_idx;
@@ -70,6 +87,9 @@ struct iw_mr {
 	uint64_t base_to;
 	unsigned int access;
 	bool valid;
+	void *ctx;		/* iw_mr_set_ctx */
+	bool ukey;		/* chosen above: in dev->ukeys, no index */
+	struct iw_mr *unext;
 };
 
 void iw_log(struct iw_dev *dev, int level, const char *fmt, ...)
@@ -380,6 +400,8 @@ void iw_qp_established(struct iw_qp *qp);
 void iw_qp_final_event(struct iw_qp *qp, enum iw_cm_event_type type,
 		       int status);
 void iw_qp_complete(struct iw_qp *qp, const struct iw_wc *wc);
+/* ops->target for an access through stag (0: no region). */
+void iw_qp_target(struct iw_qp *qp, bool write, uint32_t stag);
 void iw_qp_sq_complete_ready(struct iw_qp *qp);
 void iw_qp_flush_rwqe(struct iw_qp *qp, void *ctx, enum iw_wc_status st,
 		      const struct iw_err *err);

@@ -92,6 +92,18 @@ void iw_qp_complete(struct iw_qp *qp, const struct iw_wc *wc)
 		qp->attr.ops->complete(qp->attr.arg, qp, wc);
 }
 
+void iw_qp_target(struct iw_qp *qp, bool write, uint32_t stag)
+{
+	struct iw_mr *mr = NULL;
+
+	if (!qp->attr.ops || !qp->attr.ops->target)
+		return;
+	if (stag)
+		mr = iw_stag_lookup(qp->pd->dev, stag);
+	qp->attr.ops->target(qp->attr.arg, qp, write,
+			     mr && mr->pd == qp->pd ? mr->ctx : NULL);
+}
+
 static enum iw_wc_opcode iw_wc_op(enum iw_wr_opcode op)
 {
 	switch (op) {

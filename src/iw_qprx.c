@@ -673,9 +673,15 @@ static int iw_qprx_done(void *arg, const struct iw_rx_seg *seg,
 			qp->rx_msn[DDP_QN_SEND]++;
 			return 0;
 		}
+		if (qp->rtr_used == IW_RTR_WRITE)
+			return 0;	/* zero-length: nothing to track */
 	}
 	switch (h->opcode) {
 	case RDMAP_WRITE:
+		/* a one-segment Write of no octets names no region */
+		if (h->last)
+			iw_qp_target(qp, true, !qp->tag.active &&
+					       !seg->payload_len ? 0 : h->stag);
 		qp->tag.active = !h->last;
 		qp->tag.op = RDMAP_WRITE;
 		qp->tag.stag = h->stag;

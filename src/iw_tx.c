@@ -510,13 +510,18 @@ static void iw_tx_fpdu_done(struct iw_qp *qp)
 		qp->rtr_pending = false;
 		iw_qp_established(qp);
 		break;
-	case TX_IRQ:
+	case TX_IRQ: {
+		struct iw_irqe *e = &qp->irq[qp->irq_head];
+
 		if (!qp->tx_msg_end)
 			break;
+		if (!e->atomic && e->rr.size)
+			iw_qp_target(qp, false, e->rr.src_stag);
 		qp->tx_irq_busy = false;
 		qp->irq_head = (qp->irq_head + 1) % qp->irq_cap;
 		qp->irq_count--;
 		break;
+	}
 	case TX_SQ: {
 		struct iw_swqe *w = iw_sq_at(qp, qp->sq_tx);
 

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdma/fi_tagged.h>
+
 #include "msg_util.h"
 
 #define RPC_MS		(3 * WAIT_MS)
@@ -338,5 +340,189 @@ void prefix_server(struct proc *p)
 	      cp.len);
 	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
 out:
+	node_close(&n);
+}
+
+/* ---- FI_TAGGED, between two ends that both asked for it */
+
+#define TG_BASE		0x7a6000ULL
+#define TG_N		5
+#define TG_BIG		(1 << 20)
+#define TG_SMALL	64
+
+/* The message of tag k: 100 + k octets (TG_BIG for k = 9). */
+static size_t tg_len(int k)
+{
+	return k == 9 ? TG_BIG : 100 + (size_t)k;
+}
+
+static bool tg_send(struct node *n, struct proc *p, char *buf, int k,
+		    bool tagged)
+{
+	size_t len = tagged ? tg_len(k) : 50;
+	struct comp cp;
+	ssize_t r;
+
+	pat_fill(buf, len, seed_k(p, 300 + k), 0);
+	r = tagged ? POST_RETRY(n, WAIT_MS, fi_tsend(n->ep, buf, len, NULL, 0,
+						     TG_BASE + k, buf)) :
+		     POST_RETRY(n, WAIT_MS, fi_send(n->ep, buf, len, NULL, 0,
+						    buf));
+	return !r && cq_take(n, buf, &cp, WAIT_MS) && !cp.err &&
+	       cp.flags == (FI_SEND | (tagged ? FI_TAGGED : FI_MSG));
+}
+
+void tagged_client(struct proc *p)
+{
+	char *buf = malloc(TG_BIG);
+	struct node n;
+	bool ok = true;
+	int k;
+
+	p->caps = FI_TAGGED | FI_MSG;
+	if (!cli_setup(&n, p, NULL) || !buf)
+		goto out;
+	/* all before the server posts a receive */
+	for (k = 0; k < TG_N; k++)
+		ok &= tg_send(&n, p, buf, k, true);
+	ok &= tg_send(&n, p, buf, 0, false);
+	ok &= tg_send(&n, p, buf, 9, true);
+	check(ok, "five tagged Sends, an untagged one and a tagged 1 MiB "
+	      "complete before any receive is posted");
+	ctl_send(p, CTL_NEXT, 0, 0, 0, 0, 0);
+	if (!ctl_expect(p, CTL_NEXT, NULL, RPC_MS))
+		goto out;
+	/* the server's receives wait: matched as they come */
+	ok = tg_send(&n, p, buf, 0x25, true) && tg_send(&n, p, buf, 0x30,
+							 true);
+	check(ok, "tagged Sends to waiting receives complete");
+	ctl_expect(p, CTL_DONE, NULL, RPC_MS);
+out:
+	node_close(&n);
+	free(buf);
+}
+
+/* The unexpected ones, received in the reverse order of their tags. */
+static void tagged_unexpected(struct node *n, struct proc *p, char *big)
+{
+	char rb[TG_N][128], ub[64];
+	struct comp cp;
+	bool ok = true;
+	int k;
+
+	for (k = TG_N - 1; k >= 0; k--) {
+		ok &= fi_trecv(n->ep, rb[k], sizeof(rb[k]), NULL, 0,
+			       TG_BASE + k, 0, rb[k]) == 0 &&
+		      cq_take(n, rb[k], &cp, WAIT_MS) && !cp.err &&
+		      cp.flags == (FI_RECV | FI_TAGGED) &&
+		      cp.tag == TG_BASE + k && cp.len == tg_len(k) &&
+		      pat_diff(rb[k], tg_len(k), seed_k(p, 300 + k), 0) ==
+			      SIZE_MAX;
+	}
+	check(ok, "five unexpected tagged messages, each in the receive of "
+	      "its tag, posted in reverse order");
+	ok = fi_recv(n->ep, ub, sizeof(ub), NULL, 0, ub) == 0 &&
+	     cq_take(n, ub, &cp, WAIT_MS) && !cp.err &&
+	     cp.flags == (FI_RECV | FI_MSG) && cp.len == 50 &&
+	     pat_diff(ub, 50, seed_k(p, 300), 0) == SIZE_MAX;
+	check(ok, "the untagged one goes to fi_recv, not to a tagged receive");
+	ok = fi_trecv(n->ep, big, TG_BIG, NULL, 0, TG_BASE, 0xff, big) ==
+		     0 &&
+	     cq_take(n, big, &cp, WAIT_MS) && !cp.err &&
+	     cp.tag == TG_BASE + 9 && cp.len == TG_BIG &&
+	     pat_diff(big, TG_BIG, seed_k(p, 309), 0) == SIZE_MAX;
+	check(ok, "1 MiB unexpected, matched through ignore bits, intact");
+}
+
+void tagged_server(struct proc *p)
+{
+	char *big = malloc(TG_BIG), small[16], mask[256], never[8];
+	struct comp cp, cc;
+	struct node n;
+	struct ctl m;
+	bool ok;
+
+	p->caps = FI_TAGGED | FI_MSG;
+	if (!srv_setup(&n, p, NULL) || !big ||
+	    !ctl_wait_serving(&n, &m, RPC_MS))
+		goto out;
+	sleep_ms(100);
+	cq_drain(&n);		/* whatever still came, read unexpected */
+	tagged_unexpected(&n, p, big);
+	ok = fi_trecv(n.ep, mask, sizeof(mask), NULL, 0, TG_BASE + 0x20, 0x0f,
+		      mask) == 0 &&
+	     fi_trecv(n.ep, small, sizeof(small), NULL, 0, TG_BASE + 0x30, 0,
+		      small) == 0 &&
+	     fi_trecv(n.ep, never, sizeof(never), NULL, 0, 1, 0, never) == 0;
+	ctl_send(p, CTL_NEXT, 0, 0, 0, 0, 0);
+	check(ok && cq_take(&n, mask, &cp, WAIT_MS) && !cp.err &&
+		      cp.tag == TG_BASE + 0x25 && cp.len == tg_len(0x25),
+	      "a waiting receive matches through its ignore bits and reports "
+	      "the message's tag (%#llx, %zu octets, err %d)",
+	      (unsigned long long)cp.tag, cp.len, cp.err);
+	check(cq_take(&n, small, &cp, WAIT_MS) && cp.err == FI_ETRUNC &&
+		      cp.len == sizeof(small) &&
+		      cp.olen == tg_len(0x30) - sizeof(small) &&
+		      pat_diff(small, sizeof(small), seed_k(p, 300 + 0x30),
+			       0) == SIZE_MAX,
+	      "a longer message is truncated: FI_ETRUNC, olen %zu", cp.olen);
+	check(fi_cancel(&n.ep->fid, never) == 0 &&
+		      cq_take(&n, never, &cc, WAIT_MS) &&
+		      cc.err == FI_ECANCELED,
+	      "fi_cancel of a tagged receive: FI_ECANCELED");
+	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
+out:
+	node_close(&n);
+	free(big);
+}
+
+/* One side asked for FI_TAGGED, the other did not: no connection, and
+ * nothing reaches the one that did not ask. */
+void tagged_half_client(struct proc *p)
+{
+	struct eq_ev e;
+	struct node n;
+	int ret;
+
+	p->caps = FI_TAGGED;
+	ret = node_open(&n, p, NULL);
+	if (!ret && !ctl_expect(p, CTL_READY, NULL, 10000))
+		ret = -FI_ETIMEDOUT;
+	if (!ret)
+		ret = cli_endpoint(&n);
+	if (!ret)
+		ret = fi_connect(n.ep, n.info->dest_addr, NULL, 0);
+	if (!ret)
+		eq_wait(n.ep_eq, &e, WAIT_MS);
+	check(!ret && e.ret == -FI_EAVAIL && e.err.err == FI_ECONNREFUSED,
+	      "a tagged client and a plain server: FI_ECONNREFUSED (%s)",
+	      ret ? fi_strerror(-ret) : eq_ev_str(&e));
+	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
+	node_close(&n);
+}
+
+void tagged_half_server(struct proc *p)
+{
+	char buf[64];
+	struct eq_ev req;
+	struct comp cp;
+	struct node n;
+	struct ctl m;
+	int ret;
+
+	ret = node_open(&n, p, NULL);
+	if (!ret && !ctl_send(p, CTL_READY, 0, 0, 0, 0, 0))
+		ret = -FI_EIO;
+	if (!ret)
+		ret = srv_connreq(&n, &req, 10000);
+	if (!ret)
+		ret = srv_endpoint(&n, &req);
+	if (!ret)
+		ret = fi_recv(n.ep, buf, sizeof(buf), NULL, 0, buf);
+	if (!ret)
+		ret = fi_accept(n.ep, NULL, 0);
+	ctl_wait_serving(&n, &m, RPC_MS);
+	check(!ret && (!cq_take(&n, buf, &cp, 0) || cp.err),
+	      "the plain server's receive got no message (%d)", ret);
 	node_close(&n);
 }

@@ -555,8 +555,10 @@ int node_open(struct node *n, struct proc *p, const struct fi_cq_attr *cqa)
 	if (cqa)
 		attr = *cqa;
 	n->fmt_data = p->mode || p->cq_data || p->caps;
+	n->fmt_tagged = p->caps & FI_TAGGED;
 	if (n->fmt_data)
-		attr.format = FI_CQ_FORMAT_DATA;
+		attr.format = n->fmt_tagged ? FI_CQ_FORMAT_TAGGED :
+					      FI_CQ_FORMAT_DATA;
 	snprintf(port, sizeof(port), "%d", p->port);
 	ret = fi_getinfo(MSG_API, "127.0.0.1", port,
 			 p->server ? FI_SOURCE : 0, hints, &n->info);
@@ -853,6 +855,8 @@ static void cq_read_err(struct node *n)
 	c.len = e.len;
 	c.err = e.err ? e.err : FI_EOTHER;
 	c.prov_errno = e.prov_errno;
+	c.tag = e.tag;
+	c.olen = e.olen;
 	fi_cq_strerror(n->cq, e.prov_errno, e.err_data, c.text,
 		       sizeof(c.text));
 	c.text[sizeof(c.text) - 1] = '\0';
@@ -863,9 +867,19 @@ static void cq_read_err(struct node *n)
 static void comp_of(const struct node *n, const void *ents, ssize_t i,
 		    struct comp *c)
 {
+	const struct fi_cq_tagged_entry *t = ents;
 	const struct fi_cq_data_entry *d = ents;
 	const struct fi_cq_msg_entry *m = ents;
 
+	if (n->fmt_tagged) {
+		c->ctx = t[i].op_context;
+		c->flags = t[i].flags;
+		c->len = t[i].len;
+		c->data = t[i].data;
+		c->buf = t[i].buf;
+		c->tag = t[i].tag;
+		return;
+	}
 	if (n->fmt_data) {
 		c->ctx = d[i].op_context;
 		c->flags = d[i].flags;
@@ -881,7 +895,7 @@ static void comp_of(const struct node *n, const void *ents, ssize_t i,
 
 void cq_drain(struct node *n)
 {
-	struct fi_cq_data_entry ent[16];
+	struct fi_cq_tagged_entry ent[16];	/* the largest format */
 	struct comp c = { 0 };
 	ssize_t r, i;
 

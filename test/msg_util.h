@@ -149,6 +149,8 @@ struct comp {
 	size_t len;
 	int err;		/* 0, or the positive FI_E* of an error */
 	uint64_t data;		/* FI_CQ_FORMAT_DATA only */
+	uint64_t tag;		/* FI_CQ_FORMAT_TAGGED only */
+	size_t olen;		/* of an error */
 	void *buf;
 	int prov_errno;
 	char text[160];		/* fi_cq_strerror of an error */
@@ -162,6 +164,7 @@ struct node {
 	struct fid_cq *cq;
 	int cq_fd;		/* FI_GETWAIT of the CQ, or -1 */
 	bool fmt_data;		/* the CQ is FI_CQ_FORMAT_DATA */
+	bool fmt_tagged;	/* ... FI_CQ_FORMAT_TAGGED (caps FI_TAGGED) */
 	struct fid_eq *eq;	/* server: the passive endpoint's */
 	struct fid_pep *pep;
 	struct fid_ep *ep;	/* the current connection */
@@ -270,5 +273,9 @@ void multi_client(struct proc *p);
 void multi_server(struct proc *p);
 void prefix_client(struct proc *p);
 void prefix_server(struct proc *p);
+void tagged_client(struct proc *p);
+void tagged_server(struct proc *p);
+void tagged_half_client(struct proc *p);
+void tagged_half_server(struct proc *p);
 
 #endif /* IWARP_TEST_MSG_UTIL_H */

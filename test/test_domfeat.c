@@ -13,8 +13,7 @@
  *   creator adds later; the segment goes with the creator;
  * - hostile segments under a name (truncated, corrupted header or
  *   counts, bad entries, writable by others): FI_READ refuses them;
- * - fi_getinfo offers FI_SHARED_AV and FI_TRIGGER on RDM only, and not
- *   FI_RMA_EVENT.
+ * - fi_getinfo offers FI_SHARED_AV and FI_TRIGGER on RDM only.
  *
  * Every scenario runs in forked children (the parent never opens
  * libfabric) that report their checks over a pipe; the parent prints
@@ -868,8 +867,8 @@ static void getinfo_child(int sock)
 	      "MSG does not offer FI_TRIGGER");
 	check(gi(FI_EP_MSG, FI_MSG | FI_SHARED_AV, NULL) == -FI_ENODATA,
 	      "MSG does not offer FI_SHARED_AV");
-	check(gi(FI_EP_RDM, FI_RMA | FI_RMA_EVENT, NULL) == -FI_ENODATA,
-	      "RDM does not offer FI_RMA_EVENT");
+	check(gi(FI_EP_DGRAM, FI_MSG | FI_TRIGGER, NULL) == -FI_ENODATA,
+	      "DGRAM does not offer FI_TRIGGER");
 }
 
 /* ==== the parent ==== */

@@ -44,7 +44,9 @@
 #define RMA_CAPS	(FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | \
 			 FI_REMOTE_WRITE)
 #define COMM_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
-#define ALL_CAPS	(MSG_CAPS | RMA_CAPS | COMM_CAPS | FI_MULTI_RECV)
+/* FI_RMA_EVENT: remote access counters (test_rma_event) */
+#define ALL_CAPS	(MSG_CAPS | RMA_CAPS | COMM_CAPS | FI_MULTI_RECV | \
+			 FI_RMA_EVENT)
 /* MSG mode bits, each only when the hints offer it, with what goes
  * with it: an 8-octet prefix; 4 octets of remote CQ data */
 #define MSG_MODES	(FI_MSG_PREFIX | FI_RX_CQ_DATA)
@@ -305,7 +307,8 @@ static const char *entry_addr_ok(const struct fi_info *fi)
 
 static const char *entry_caps_ok(const struct fi_info *fi)
 {
-	EXPECT(fi->caps && !(fi->caps & ~ALL_CAPS));
+	/* FI_TAGGED only when asked (want_defaults has it not) */
+	EXPECT(fi->caps && !(fi->caps & ~(ALL_CAPS | FI_TAGGED)));
 	EXPECT(!(fi->tx_attr->caps & ~fi->caps));
 	EXPECT(!(fi->rx_attr->caps & ~fi->caps));
 	EXPECT(!(fi->tx_attr->caps & (FI_RECV | FI_REMOTE_READ |
@@ -546,7 +549,7 @@ static const char *want_defaults(const struct fi_info *fi)
 				     FI_WRITE));
 	EXPECT(fi->rx_attr->caps == (FI_MSG | FI_RECV | FI_RMA |
 				     FI_REMOTE_READ | FI_REMOTE_WRITE |
-				     FI_MULTI_RECV));
+				     FI_MULTI_RECV | FI_RMA_EVENT));
 	EXPECT(fi->domain_attr->cq_data_size == 0 && fi->mode == 0);
 	EXPECT(fi->domain_attr->mr_mode == (FI_MR_PROV_KEY |
 					    FI_MR_VIRT_ADDR));
@@ -724,6 +727,27 @@ static const char *want_basic_all(const struct fi_info *fi)
 {
 	EXPECT(fi->caps == ALL_CAPS);
 	return want_basic_rma(fi);
+}
+
+static const char *want_msg_tagged(const struct fi_info *fi)
+{
+	EXPECT(fi->ep_attr->type == FI_EP_MSG);
+	EXPECT(fi->caps == (FI_TAGGED | FI_SEND | FI_RECV));
+	EXPECT(fi->tx_attr->caps == (FI_TAGGED | FI_SEND));
+	EXPECT(fi->rx_attr->caps == (FI_TAGGED | FI_RECV));
+	EXPECT(fi->ep_attr->mem_tag_format == ~0ULL);
+	EXPECT(fi->tx_attr->iov_limit == 7 && fi->rx_attr->iov_limit == 7);
+	EXPECT(fi->domain_attr->cq_data_size == 0 && fi->mode == 0);
+	return NULL;
+}
+
+static const char *want_rma_event(const struct fi_info *fi)
+{
+	EXPECT(fi->ep_attr->type != FI_EP_DGRAM);
+	EXPECT(fi->caps == (RMA_CAPS | FI_RMA_EVENT));
+	EXPECT(fi->rx_attr->caps & FI_RMA_EVENT);
+	EXPECT(!(fi->tx_attr->caps & FI_RMA_EVENT));
+	return NULL;
 }
 
 static const char *want_all_caps(const struct fi_info *fi)
@@ -984,7 +1008,11 @@ static const struct gi_case cases[] = {
 	{ "caps FI_MSG, tx caps FI_RMA -> ENODATA (not within caps)",
 	  .h = { .caps = FI_MSG, .tx_caps = FI_RMA,
 		 .mr_mode = FI_MR_PROV_KEY }, .expect = -FI_ENODATA },
-	{ "caps FI_TAGGED -> ENODATA", .h = { .ep_type = FI_EP_MSG, .caps = FI_TAGGED },
+	{ "caps FI_TAGGED on MSG: 64-bit tags, one iov for the header",
+	  .h = { .ep_type = FI_EP_MSG, .caps = FI_TAGGED },
+	  .check = want_msg_tagged },
+	{ "caps FI_TAGGED|FI_MULTI_RECV on MSG -> ENODATA",
+	  .h = { .ep_type = FI_EP_MSG, .caps = FI_TAGGED | FI_MULTI_RECV },
 	  .expect = -FI_ENODATA },
 	{ "caps FI_ATOMIC on MSG -> ENODATA",
 	  .h = { .ep_type = FI_EP_MSG, .caps = FI_ATOMIC,
@@ -1008,9 +1036,9 @@ static const struct gi_case cases[] = {
 	  .expect = -FI_ENODATA },
 	{ "caps FI_MSG|FI_SOURCE -> ENODATA",
 	  .h = { .ep_type = FI_EP_MSG, .caps = FI_MSG | FI_SOURCE }, .expect = -FI_ENODATA },
-	{ "caps FI_RMA|FI_RMA_EVENT -> ENODATA",
+	{ "caps FI_RMA|FI_RMA_EVENT: a target-side cap",
 	  .h = { .caps = FI_RMA | FI_RMA_EVENT, .mr_mode = FI_MR_PROV_KEY },
-	  .expect = -FI_ENODATA },
+	  .check = want_rma_event },
 	{ "rx caps FI_MSG|FI_MULTI_RECV on MSG",
 	  .h = { .ep_type = FI_EP_MSG, .caps = FI_MSG | FI_MULTI_RECV,
 		 .rx_caps = FI_MSG | FI_MULTI_RECV },

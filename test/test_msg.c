@@ -1145,6 +1145,10 @@ static const struct msg_case cases[] = {
 	{ "multi-receive buffer", multi_client, multi_server, false, false,
 	  20 },
 	{ "FI_MSG_PREFIX", prefix_client, prefix_server, false, false, 20 },
+	{ "FI_TAGGED both ways", tagged_client, tagged_server, false, false,
+	  30 },
+	{ "FI_TAGGED asked by one side only", tagged_half_client,
+	  tagged_half_server, false, false, 20 },
 };
 
 int main(int argc, char **argv)

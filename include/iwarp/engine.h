@@ -76,8 +76,15 @@ enum {
  */
 int iw_mr_reg(struct iw_pd *pd, void *addr, size_t len, uint64_t base_to,
 	      unsigned int access, struct iw_mr **mr);
+/* The same under the STag the layer above chose (application keys):
+ * -EEXIST if a region has it. Generated STags avoid it. */
+int iw_mr_reg_stag(struct iw_pd *pd, void *addr, size_t len,
+		   uint64_t base_to, unsigned int access, uint32_t stag,
+		   struct iw_mr **mr);
 int iw_mr_dereg(struct iw_mr *mr);
 uint32_t iw_mr_stag(const struct iw_mr *mr);
+/* What iw_qp_ops.target tells for accesses to this region. */
+void iw_mr_set_ctx(struct iw_mr *mr, void *ctx);
 /* Local invalidation; remote access fails until iw_mr_rekey(). */
 int iw_mr_invalidate(struct iw_mr *mr);
 bool iw_mr_valid(const struct iw_mr *mr);
@@ -312,6 +319,14 @@ struct iw_qp_ops {
 	 */
 	int (*imm)(void *arg, struct iw_qp *qp, uint64_t data,
 		   unsigned int flags);
+	/*
+	 * We were the target of the peer's RDMA: a Write placed in full
+	 * (write) or a Read served, its last octet handed to TCP. mr_ctx is
+	 * the region's iw_mr_set_ctx value, NULL for a zero-length Write or
+	 * a region gone meanwhile. The RTR and zero-length Reads (fences)
+	 * are not told. NULL: nothing is.
+	 */
+	void (*target)(void *arg, struct iw_qp *qp, bool write, void *mr_ctx);
 };
 
 struct iw_qp_attr {

@@ -91,6 +91,7 @@ struct iwarp_params {
 	size_t listen_pending;	/* connections held before a decision */
 	int mpa_timeout_ms;	/* time to send the whole MPA Request */
 	int rdm_probe_ms;	/* bound of a live connection's probe */
+	int mr_app_keys;	/* prefer application keys and offsets */
 };
 
 #define IWARP_RDM_PROBE_MS_DEFAULT 2000
@@ -535,11 +536,25 @@ struct iw_qp;
 struct iw_listener;
 struct iw_conn_req;
 
+/* FI_IWARP_MR_APP_KEYS took the application's keys (iwarp_attr.c) */
+static inline bool iwarp_mr_app_keys(int mr_mode)
+{
+	return iwarp_params.mr_app_keys &&
+	       !(mr_mode & (FI_MR_PROV_KEY | IWARP_MR_BASIC));
+}
+
 struct iwarp_mr {
 	struct fid_mr mr_fid;
 	struct iwarp_domain *dom;
 	struct iw_mr *imr;
+	/* fi_mr_bind(FI_REMOTE_WRITE / FI_REMOTE_READ): FI_RMA_EVENT */
+	struct iwarp_cntr *cntr_rwrite, *cntr_rread;
 };
+
+struct iwarp_ep_base;
+/* The engine's iw_qp_ops.target for an endpoint (lock held): the peer
+ * wrote or read memory of ours; mr_ctx is an iwarp_mr or NULL. */
+void iwarp_rma_target(struct iwarp_ep_base *b, bool write, void *mr_ctx);
 
 int iwarp_mr_reg(struct fid *fid, const void *buf, size_t len,
 		 uint64_t access, uint64_t offset, uint64_t requested_key,

@@ -35,13 +35,17 @@
 
 #define IWARP_MSG_DIR	(FI_SEND | FI_RECV)
 #define IWARP_RMA_DIR	(FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
-#define IWARP_RMA_CAPS	(FI_RMA | IWARP_RMA_DIR)
+/* FI_RMA_EVENT: targets count the peers' Writes and Reads (counters) */
+#define IWARP_RMA_CAPS	(FI_RMA | IWARP_RMA_DIR | FI_RMA_EVENT)
 #define IWARP_COMM_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
-#define IWARP_CAPS	(FI_MSG | IWARP_MSG_DIR | IWARP_RMA_CAPS | \
+/* MSG: FI_TAGGED only when asked (iwarp_narrow_tagged) */
+#define IWARP_CAPS	(FI_MSG | FI_TAGGED | IWARP_MSG_DIR | IWARP_RMA_CAPS | \
 			 FI_MULTI_RECV | IWARP_COMM_CAPS)
-#define IWARP_TX_CAPS	(FI_MSG | FI_SEND | FI_RMA | FI_READ | FI_WRITE)
-#define IWARP_RX_CAPS	(FI_MSG | FI_RECV | FI_RMA | FI_REMOTE_READ | \
-			 FI_REMOTE_WRITE | FI_MULTI_RECV)
+#define IWARP_TX_CAPS	(FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_READ | \
+			 FI_WRITE)
+#define IWARP_RX_CAPS	(FI_MSG | FI_TAGGED | FI_RECV | FI_RMA | \
+			 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV | \
+			 FI_RMA_EVENT)
 /* MSG: remote CQ data as RFC 7306 Immediate Data (msg/msg.h), offered
  * only to hints that ask for it; the prefix an FI_MSG_PREFIX app gives */
 #define IWARP_MSG_CQ_DATA 4
@@ -57,7 +61,7 @@
 			   FI_ATOMIC | FI_READ | FI_WRITE | FI_TRIGGER)
 #define IWARP_RDM_RX_CAPS (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | \
 			   FI_SOURCE | FI_MULTI_RECV | FI_RMA | FI_ATOMIC | \
-			   FI_REMOTE_READ | FI_REMOTE_WRITE)
+			   FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT)
 /* DGRAM (dgram/): untagged and tagged datagrams over UDP, the sender's
  * fi_addr if asked; no ordering, no delivery promise */
 #define IWARP_DGRAM_CAPS (FI_MSG | FI_TAGGED | IWARP_MSG_DIR | FI_SOURCE | \
@@ -592,7 +596,7 @@ static uint64_t iwarp_rx_half(uint64_t caps)
 	/* receive-only by nature, whatever else was asked */
 	rx |= caps & (FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV);
 	if (caps & (FI_REMOTE_READ | FI_REMOTE_WRITE))
-		rx |= caps & (FI_RMA | FI_ATOMIC);
+		rx |= caps & (FI_RMA | FI_ATOMIC | FI_RMA_EVENT);
 	return rx;
 }
 
@@ -693,6 +697,11 @@ static bool iwarp_narrow_mr(struct fi_info *fi, uint32_t version,
 	mode = iwarp_mr_mode(version, user, &prov_keys);
 	if (mode < 0)
 		return false;
+	/* FI_IWARP_MR_APP_KEYS: keys and offsets of the application's */
+	if (iwarp_params.mr_app_keys && mode != IWARP_MR_BASIC) {
+		mode &= ~(FI_MR_PROV_KEY | FI_MR_VIRT_ADDR);
+		prov_keys = true;
+	}
 	fi->domain_attr->mr_mode = mode;
 	if (prov_keys || !(fi->caps & IWARP_KEYED_CAPS))
 		return true;
@@ -870,6 +879,36 @@ static void iwarp_comp_order_v2(struct fi_info *fi, const struct fi_info *hints)
 				  hints->rx_attr->comp_order : 0;
 }
 
+/*
+ * FI_TAGGED on MSG, only when asked: such an endpoint connects only to
+ * peers that offered it too (msg/msg_tagged.c), and takes no
+ * multi-receive buffer, prefix or remote CQ data.
+ */
+static int iwarp_narrow_tagged(struct fi_info *fi, const struct fi_info *hints)
+{
+	bool asked = hints && (hints->caps & FI_TAGGED);
+
+	if (!asked) {
+		fi->caps &= ~FI_TAGGED;
+		fi->tx_attr->caps &= ~FI_TAGGED;
+		fi->rx_attr->caps &= ~FI_TAGGED;
+		return 0;
+	}
+	if ((fi->caps & FI_MULTI_RECV) || fi->domain_attr->cq_data_size) {
+		iwarp_reject("FI_TAGGED on MSG: no FI_MULTI_RECV or CQ data\n");
+		return -FI_ENODATA;
+	}
+	fi->mode &= ~FI_MSG_PREFIX;
+	fi->tx_attr->mode &= ~FI_MSG_PREFIX;
+	fi->rx_attr->mode &= ~FI_MSG_PREFIX;
+	fi->ep_attr->msg_prefix_size = 0;
+	fi->ep_attr->mem_tag_format = IWARP_RDM_TAG_FORMAT;
+	/* one scatter entry carries the header */
+	fi->tx_attr->iov_limit = IWARP_IOV_MAX - 1;
+	fi->rx_attr->iov_limit = IWARP_IOV_MAX - 1;
+	return 0;
+}
+
 int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
 		    enum fi_ep_type type, struct fi_info **tmpl)
 {
@@ -882,6 +921,8 @@ int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
 		return -FI_ENOMEM;
 	iwarp_defaults(fi, version, type);
 	ret = hints ? iwarp_narrow(fi, version, hints) : 0;
+	if (!ret && type == FI_EP_MSG)
+		ret = iwarp_narrow_tagged(fi, hints);
 	if (ret) {
 		fi_freeinfo(fi);
 		return ret;

@@ -86,16 +86,20 @@ static int iwarp_ep_base_bind_cntr(struct iwarp_ep_base *b,
 				   struct iwarp_cntr *c, uint64_t flags)
 {
 	struct iwarp_cntr **slot[] = { &b->cntr_send, &b->cntr_recv,
-				       &b->cntr_write, &b->cntr_read };
-	static const uint64_t bit[] = { FI_SEND, FI_RECV, FI_WRITE, FI_READ };
+				       &b->cntr_write, &b->cntr_read,
+				       &b->cntr_rwrite, &b->cntr_rread };
+	static const uint64_t bit[] = { FI_SEND, FI_RECV, FI_WRITE, FI_READ,
+					FI_REMOTE_WRITE, FI_REMOTE_READ };
 	size_t i;
 
-	/* no FI_RMA_EVENT: iWARP targets see no remote accesses */
-	if (flags & (FI_REMOTE_READ | FI_REMOTE_WRITE))
+	/* remote accesses are counted for endpoints asked FI_RMA_EVENT */
+	if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) &&
+	    !(b->info->caps & FI_RMA_EVENT))
 		return -FI_ENOSYS;
-	if (!(flags & (FI_SEND | FI_RECV | FI_WRITE | FI_READ)))
+	if (!(flags & (FI_SEND | FI_RECV | FI_WRITE | FI_READ |
+		       FI_REMOTE_WRITE | FI_REMOTE_READ)))
 		return -FI_EINVAL;
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 6; i++) {
 		if (!(flags & bit[i]))
 			continue;
 		iwarp_ep_base_put_cntr(slot[i]);

@@ -37,7 +37,7 @@ struct iwarp_ep_base {
 	bool tx_selective, rx_selective;
 	struct iwarp_cntr *cntr_send, *cntr_recv;
 	struct iwarp_cntr *cntr_write, *cntr_read;
-	/* FI_RMA_EVENT counters: bound by no type yet */
+	/* FI_RMA_EVENT: the peers' Writes and Reads of our memory */
 	struct iwarp_cntr *cntr_rwrite, *cntr_rread;
 	uint64_t tx_op_flags, rx_op_flags;
 	bool enabled;

@@ -50,6 +50,11 @@ static void iwarp_params_define(void)
 			"atomics as RFC 7306 Atomic Requests with peers that "
 			"offer them too; otherwise the peer's provider runs "
 			"every atomic from an RDM message (default: true)");
+	fi_param_define(&iwarp_prov, "mr_app_keys", FI_PARAM_BOOL,
+			"Take the application's memory registration keys and "
+			"offsets, as FI_MR_SCALABLE, also when it offers "
+			"FI_MR_PROV_KEY and FI_MR_VIRT_ADDR (keys it chose are "
+			"as easy to guess as it made them) (default: false)");
 	fi_param_define(&iwarp_prov, "mpa_rev", FI_PARAM_INT,
 			"MPA revision a MSG endpoint asks for when it "
 			"connects: 2 (RFC 6581 enhanced, peer-to-peer) or 1 "
@@ -179,6 +184,8 @@ static int iwarp_params_read(void)
 		iwarp_params.crc = allow;
 	if (!fi_param_get_bool(&iwarp_prov, "rfc7306", &allow))
 		iwarp_params.rfc7306 = allow;
+	if (!fi_param_get_bool(&iwarp_prov, "mr_app_keys", &allow))
+		iwarp_params.mr_app_keys = allow;
 	if (!fi_param_get_int(&iwarp_prov, "mpa_rev", &val)) {
 		if (val == 1 || val == 2)
 			iwarp_params.mpa_rev = val;
@@ -249,6 +256,7 @@ void iwarp_params_fini(void)
 	iwarp_params.rdm_unexp_max = IWARP_RDM_UNEXP_MAX_DEFAULT;
 	iwarp_params.crc = 0;
 	iwarp_params.rfc7306 = 1;
+	iwarp_params.mr_app_keys = 0;
 	iwarp_params.mpa_rev = 2;
 	iwarp_params.rtr = 0;
 	iwarp_params.rtr_delay_ms = 0;

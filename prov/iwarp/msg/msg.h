@@ -27,6 +27,16 @@ struct iwarp_op {
 	size_t moff, msize;
 	struct iw_err err;
 	struct iwarp_op *next;		/* free list */
+	/* FI_TAGGED endpoints (msg_tagged.c): a receive waits in a list
+	 * for its message; a Send carries a header */
+	struct iwarp_list link;
+	struct iw_sge sgl[IWARP_IOV_MAX];
+	int nsge;
+	uint64_t tag, ignore;		/* what a receive matches */
+	uint64_t rtag;			/* the message's tag */
+	uint32_t rlen;			/* ... and length */
+	uint8_t thdr[16];		/* IWARP_THDR_LEN */
+	void *copy;			/* an injected Send's octets */
 };
 
 enum iwarp_ep_state {
@@ -56,6 +66,24 @@ struct iwarp_connreq;
 #define IWARP_EXT_PD_LEN	8
 #define IWARP_EXT_VERSION	1
 #define IWARP_EXT_IMM		0x01
+/*
+ * IWARP_EXT_TAG: FI_TAGGED. An endpoint that asked for it connects only
+ * to a peer that offered it too (msg_tagged.c). Its QP places Sends
+ * itself (engine peek mode) and every Send on it, tagged or not, starts
+ * with a header, big-endian:
+ *
+ *	0 kind(8)  1 reserved(24) = 0  4 length(32)  8 tag(64)
+ *
+ * length counts the octets after the header. A header out of these
+ * rules ends the stream with a Terminate.
+ */
+#define IWARP_EXT_TAG		0x02
+#define IWARP_THDR_LEN		16
+#define IWARP_THDR_MSG		1
+#define IWARP_THDR_TAGGED	2
+/* messages held before their receive is posted, at most */
+#define IWARP_UNEXP_MAX		4096
+#define IWARP_UNEXP_BYTES	(64u << 20)
 #define IWARP_IMM_WRITE		0u
 #define IWARP_IMM_SEND		1u
 #define IWARP_MSG_CQ_DATA	4	/* cq_data_size when offered */
@@ -106,6 +134,11 @@ struct iwarp_ep {
 	bool imm_next;			/* imm_data is for the next Send */
 	uint32_t imm_data;
 	size_t prefix;			/* FI_MSG_PREFIX octets, or 0 */
+	bool tagged;			/* FI_TAGGED: msg_tagged.c */
+	bool tag_refused;		/* the peer did not offer it */
+	struct iwarp_list rx_msg, rx_tag;	/* receives waiting */
+	struct iwarp_list unexp;	/* messages ahead of their receive */
+	size_t unexp_n, unexp_bytes;
 };
 
 static inline struct iwarp_ep *iwarp_ep_of(struct fid *fid)
@@ -134,6 +167,41 @@ static inline void iwarp_op_put(struct iwarp_ep *ep, struct iwarp_op *op)
 extern struct fi_ops_msg iwarp_msg_ops;
 extern struct fi_ops_rma iwarp_rma_ops;
 void iwarp_ep_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc);
+
+/* msg_data.c: one transmit op (also a tagged one, msg_tagged.c). */
+struct iwarp_tx {
+	enum iw_wr_opcode op;
+	const struct iovec *iov;
+	size_t count;
+	uint64_t raddr;
+	uint64_t key;
+	void *context;
+	uint64_t flags;		/* op flags */
+	uint64_t cqflags;
+	uint64_t data;		/* FI_REMOTE_CQ_DATA */
+	uint64_t tag;		/* FI_TAGGED */
+	bool no_inline;		/* FI_INJECT octets copied already */
+};
+/* The fi_inject calls complete silently; an FI_INJECT op flag on other
+ * calls only frees the buffer at once (fi_msg(3)). */
+#define IWARP_INJECT_CALL (1ULL << 62)
+ssize_t iwarp_tx(struct iwarp_ep *ep, const struct iwarp_tx *t);
+/* A receive of op flags (FI_TAGGED: tag and ignore match). */
+ssize_t iwarp_rx(struct iwarp_ep *ep, const struct iovec *iov, size_t count,
+		 void *context, uint64_t flags, uint64_t tag, uint64_t ignore);
+
+/* msg_tagged.c, lock held. The header of a Send on a FI_TAGGED
+ * endpoint; a receive's matching or waiting; placement and completion
+ * of the peer's Sends (iw_qp_ops.place, iwarp_ep_complete); the end of
+ * what waits (connection gone or endpoint closed); fi_cancel. */
+extern struct fi_ops_tagged iwarp_msg_tagged_ops;
+void iwarp_thdr_put(uint8_t *p, bool tagged, uint32_t len, uint64_t tag);
+void iwarp_tag_post_rx(struct iwarp_ep *ep, struct iwarp_op *op);
+int iwarp_tag_place(void *arg, struct iw_qp *qp, const struct iw_place *p,
+		    struct iw_sge *dst, void **ctx);
+void iwarp_tag_recv_done(struct iwarp_ep *ep, const struct iw_wc *wc);
+void iwarp_tag_flush(struct iwarp_ep *ep);
+int iwarp_tag_cancel(struct iwarp_ep *ep, void *context);
 
 /* msg_data.c: the peer's Immediate Data (iw_qp_ops.imm). */
 int iwarp_ep_imm(void *arg, struct iw_qp *qp, uint64_t data,

@@ -23,12 +23,41 @@ static void iwarp_ep_imm_set(struct iwarp_ep *ep, struct iw_qp *qp,
 			"off (the peer did not offer it)");
 }
 
+/* The ext flags this endpoint offers (msg.h). */
+static uint8_t iwarp_ep_ext_flags(const struct iwarp_ep *ep)
+{
+	return (ep->imm_offer ? IWARP_EXT_IMM : 0) |
+	       (ep->tagged ? IWARP_EXT_TAG : 0);
+}
+
+/* An FI_TAGGED endpoint and a peer that did not offer it: the
+ * connection ends before anything is sent on it. */
+static void iwarp_ep_tag_refuse(struct iwarp_ep *ep, struct iw_qp *qp)
+{
+	struct iw_cm_event ev = { .type = IW_CM_REJECTED };
+
+	FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
+		"%s: FI_TAGGED: the peer did not offer it, connection "
+		"refused\n", iw_qp_label(qp));
+	ep->tag_refused = true;
+	ep->state = IWARP_EP_SHUTDOWN;
+	iw_qp_abort(qp);	/* its CM event comes back unreported */
+	iwarp_ep_eq_err(ep, FI_ECONNREFUSED, &ev);
+}
+
 /* Initiator: the Reply's ext block, stripped from what the user and
- * the auth check see. */
-static void iwarp_ep_reply_ext(struct iwarp_ep *ep, struct iw_qp *qp,
+ * the auth check see. false: refused. */
+static bool iwarp_ep_reply_ext(struct iwarp_ep *ep, struct iw_qp *qp,
 			       struct iw_cm_event *ev)
 {
-	iwarp_ep_imm_set(ep, qp, iwarp_ext_get(&ev->pdata, &ev->pdata_len));
+	uint8_t peer = iwarp_ext_get(&ev->pdata, &ev->pdata_len);
+
+	if (ep->tagged && !(peer & IWARP_EXT_TAG)) {
+		iwarp_ep_tag_refuse(ep, qp);
+		return false;
+	}
+	iwarp_ep_imm_set(ep, qp, peer);
+	return true;
 }
 
 /* ---- CM events from the engine */
@@ -72,13 +101,13 @@ static void iwarp_ep_cm_event(void *arg, struct iw_qp *qp,
 	struct iw_cm_event copy = *cm_ev;
 	const struct iw_cm_event *ev = &copy;
 
-	if (ep->auth && ep->auth->refused)
+	if ((ep->auth && ep->auth->refused) || ep->tag_refused)
 		return;		/* FI_ECONNREFUSED said it all */
 	switch (ev->type) {
 	case IW_CM_ESTABLISHED:
 		iwarp_log_connected("MSG", iw_qp_label(qp), ev);
-		if (!ep->state_passive)
-			iwarp_ep_reply_ext(ep, qp, &copy);
+		if (!ep->state_passive && !iwarp_ep_reply_ext(ep, qp, &copy))
+			break;
 		if (ep->auth) {
 			iwarp_ep_auth_established(ep, qp, ev);
 			break;
@@ -100,16 +129,29 @@ static void iwarp_ep_cm_event(void *arg, struct iw_qp *qp,
 	case IW_CM_DISCONNECTED:
 	case IW_CM_ERROR:
 		iwarp_ep_cm_closed(ep, qp, ev, connected);
+		if (ep->tagged)
+			iwarp_tag_flush(ep);
 		break;
 	default:
 		break;
 	}
 }
 
+static void iwarp_ep_target(void *arg, struct iw_qp *qp, bool write,
+			    void *mr_ctx)
+{
+	struct iwarp_ep *ep = arg;
+
+	(void)qp;
+	iwarp_rma_target(&ep->base, write, mr_ctx);
+}
+
 const struct iw_qp_ops iwarp_ep_qp_ops = {
 	.cm_event = iwarp_ep_cm_event,
 	.complete = iwarp_ep_complete,
 	.imm = iwarp_ep_imm,
+	.target = iwarp_ep_target,
+	.place = iwarp_tag_place,	/* FI_TAGGED endpoints only */
 };
 
 /* ---- connect, accept, shutdown */
@@ -135,7 +177,7 @@ static bool iwarp_ep_cm_data_bad(struct iwarp_ep *ep, const char *call,
 {
 	size_t max = ep->base.type->cm_data_max;
 
-	if (ep->imm_offer)
+	if (iwarp_ep_ext_flags(ep))
 		max -= IWARP_EXT_PD_LEN;
 	if (paramlen <= max && (!paramlen || param))
 		return false;
@@ -147,16 +189,17 @@ static bool iwarp_ep_cm_data_bad(struct iwarp_ep *ep, const char *call,
 }
 
 /* The private data to send: the user's, after our auth block if keyed,
- * after our ext block if `ext`. Its length, or a negative error. */
+ * after an ext block of flags `ext` if any. Its length, or a negative
+ * error. */
 static int iwarp_ep_pdata(struct iwarp_ep *ep, const uint8_t *nonce_i,
-			  bool ext, uint8_t *buf, const void **param,
+			  uint8_t ext, uint8_t *buf, const void **param,
 			  size_t len)
 {
 	size_t off = ext ? IWARP_EXT_PD_LEN : 0;
 	int ret = (int)len;
 
 	if (ext)
-		iwarp_ext_put(buf, IWARP_EXT_IMM);
+		iwarp_ext_put(buf, ext);
 	if (ep->auth)
 		ret = iwarp_ep_auth_pdata(ep, nonce_i, buf + off, *param, len);
 	else if (ext && len)
@@ -182,7 +225,8 @@ static int iwarp_ep_connect(struct fid_ep *ep_fid, const void *addr,
 		return -FI_EOPBADSTATE;
 	if (ep->state != IWARP_EP_IDLE)
 		return -FI_EISCONN;
-	ret = iwarp_ep_pdata(ep, NULL, ep->imm_offer, pd, &param, paramlen);
+	ret = iwarp_ep_pdata(ep, NULL, iwarp_ep_ext_flags(ep), pd, &param,
+			     paramlen);
 	if (ret < 0)
 		return ret;
 	iwarp_ep_conn_param(&p, param, (size_t)ret);
@@ -223,10 +267,16 @@ static int iwarp_ep_accept_locked(struct iwarp_ep *ep, const void *param,
 	} else if (ep->auth && !cr->authed) {
 		ret = iwarp_ep_accept_unauthed(ep);
 		cr->req = NULL;
+	} else if (ep->tagged && !(cr->ext & IWARP_EXT_TAG)) {
+		FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL, "fi_accept: FI_TAGGED: "
+			"the peer did not offer it: refused\n");
+		iw_reject(cr->req, NULL, 0);
+		cr->req = NULL;
+		ret = -FI_ECONNREFUSED;
 	} else {
 		/* an ext block only in answer to one */
 		ret = iwarp_ep_pdata(ep, cr->nonce_i,
-				     ep->imm_offer && (cr->ext & IWARP_EXT_IMM),
+				     iwarp_ep_ext_flags(ep) & cr->ext,
 				     pd, &param, len);
 		if (ret < 0) {
 			iw_reject(cr->req, NULL, 0);

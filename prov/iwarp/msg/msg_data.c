@@ -12,9 +12,6 @@
 #include <string.h>
 
 #define IWARP_DELIVERY (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
-/* The fi_inject calls complete silently; an FI_INJECT op flag on other
- * calls only frees the buffer at once (fi_msg(3)). */
-#define IWARP_INJECT_CALL (1ULL << 62)
 
 /* An op that failed for another reason than a flush names its
  * connection: the CQ entry cannot. */
@@ -148,6 +145,10 @@ void iwarp_ep_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc)
 	struct iwarp_ep *ep = arg;
 	struct iwarp_op *op = wc->ctx;
 
+	if (ep->tagged && wc->op == IW_WC_RECV) {
+		iwarp_tag_recv_done(ep, wc);
+		return;
+	}
 	if (op->internal) {
 		iwarp_ep_auth_complete(ep, qp, wc);
 		return;
@@ -163,6 +164,8 @@ void iwarp_ep_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc)
 		return;
 	}
 	iwarp_op_report(ep, qp, op, wc, 0);
+	free(op->copy);
+	op->copy = NULL;
 	iwarp_op_put(ep, op);
 }
 
@@ -187,18 +190,6 @@ int iwarp_ep_imm(void *arg, struct iw_qp *qp, uint64_t data,
 		"a Send was due" : "unknown kind");
 	return -1;
 }
-
-struct iwarp_tx {
-	enum iw_wr_opcode op;
-	const struct iovec *iov;
-	size_t count;
-	uint64_t raddr;
-	uint64_t key;
-	void *context;
-	uint64_t flags;		/* op flags */
-	uint64_t cqflags;
-	uint64_t data;		/* FI_REMOTE_CQ_DATA */
-};
 
 static int iwarp_sgl(const struct iovec *iov, size_t count,
 		     struct iw_sge *sgl, size_t *len)
@@ -257,7 +248,7 @@ static int iwarp_tx_wrs(const struct iwarp_tx *t, struct iwarp_op *op,
 	};
 	int i, n = 0;
 
-	if (t->flags & FI_INJECT)
+	if ((t->flags & FI_INJECT) && !t->no_inline)
 		main.flags |= IW_WR_INLINE;
 	if (t->flags & FI_FENCE)
 		main.flags |= IW_WR_FENCE;
@@ -324,9 +315,44 @@ static int iwarp_tx_data_ok(struct iwarp_ep *ep, const struct iwarp_tx *t)
 	return -FI_EOPNOTSUPP;
 }
 
-static ssize_t iwarp_tx(struct iwarp_ep *ep, const struct iwarp_tx *t)
+/*
+ * FI_TAGGED endpoints: the header goes first (msg.h). An injected Send
+ * too long to go inline with it is copied: the caller's buffer is free
+ * at once.
+ */
+static int iwarp_tx_thdr(struct iwarp_tx *t, struct iwarp_op *op,
+			 struct iw_sge *sgl, size_t len)
 {
-	struct iw_sge sgl[IWARP_IOV_MAX];
+	size_t i, off = 0;
+	uint8_t *c;
+
+	if (t->count + 1 > IW_MAX_SGE)
+		return -FI_EINVAL;
+	if (len > UINT32_MAX - IWARP_THDR_LEN)
+		return -FI_EMSGSIZE;
+	iwarp_thdr_put(op->thdr, t->cqflags & FI_TAGGED, (uint32_t)len,
+		       t->tag);
+	if ((t->flags & FI_INJECT) && IWARP_THDR_LEN + len > IW_MAX_INLINE) {
+		c = malloc(len);
+		if (!c)
+			return -FI_ENOMEM;
+		for (i = 0; i < t->count; off += sgl[i].len, i++)
+			memcpy(c + off, sgl[i].addr, sgl[i].len);
+		op->copy = c;
+		sgl[0] = (struct iw_sge){ c, (uint32_t)len };
+		t->count = 1;
+		t->no_inline = true;
+	}
+	memmove(sgl + 1, sgl, t->count * sizeof(*sgl));
+	sgl[0] = (struct iw_sge){ op->thdr, IWARP_THDR_LEN };
+	t->count++;
+	return 0;
+}
+
+ssize_t iwarp_tx(struct iwarp_ep *ep, const struct iwarp_tx *t_in)
+{
+	struct iw_sge sgl[IWARP_IOV_MAX + 1];
+	struct iwarp_tx tt = *t_in, *t = &tt;
 	struct iwarp_op *op;
 	size_t len;
 	int ret;
@@ -366,13 +392,20 @@ static ssize_t iwarp_tx(struct iwarp_ep *ep, const struct iwarp_tx *t)
 	memset(&op->err, 0, sizeof(op->err));
 	op->cq = !(t->flags & IWARP_INJECT_CALL) &&
 		 (!ep->base.tx_selective || (t->flags & FI_COMPLETION));
-	ret = iwarp_tx_post(ep, t, op, sgl);
+	op->copy = NULL;
+	ret = ep->tagged && t->op == IW_WR_SEND ?
+		      iwarp_tx_thdr(t, op, sgl, len) : 0;
+	if (!ret)
+		ret = iwarp_tx_post(ep, t, op, sgl);
 	if (ret == -EAGAIN) {
 		iwarp_progress(ep->base.fab);
 		ret = iwarp_tx_post(ep, t, op, sgl);
 	}
-	if (ret)
+	if (ret) {
+		free(op->copy);
+		op->copy = NULL;
 		iwarp_op_put(ep, op);
+	}
 	iwarp_unlock(ep->base.fab);
 	return iwarp_fi_err(ret);
 }
@@ -399,8 +432,30 @@ static int iwarp_rx_op(struct iwarp_ep *ep, struct iwarp_op *op,
 	return 0;
 }
 
-static ssize_t iwarp_rx(struct iwarp_ep *ep, const struct iovec *iov,
-			size_t count, void *context, uint64_t flags)
+/* FI_TAGGED endpoints keep their receives (msg_tagged.c); one entry
+ * stays free for truncation. Lock held. */
+static int iwarp_rx_keep(struct iwarp_ep *ep, struct iwarp_op *op,
+			 const struct iw_sge *sgl, size_t count,
+			 uint64_t flags, uint64_t tag, uint64_t ignore)
+{
+	enum iw_qp_state st = iw_qp_state(ep->qp);
+
+	if (count >= IW_MAX_SGE || (flags & FI_MULTI_RECV))
+		return -FI_EINVAL;
+	if (st == IW_QPS_CLOSED || st == IW_QPS_ERROR)
+		return -FI_ENOTCONN;
+	if (flags & FI_TAGGED)
+		op->flags = FI_RECV | FI_TAGGED;
+	memcpy(op->sgl, sgl, count * sizeof(*sgl));
+	op->nsge = (int)count;
+	op->tag = tag;
+	op->ignore = ignore;
+	iwarp_tag_post_rx(ep, op);
+	return 0;
+}
+
+ssize_t iwarp_rx(struct iwarp_ep *ep, const struct iovec *iov, size_t count,
+		 void *context, uint64_t flags, uint64_t tag, uint64_t ignore)
 {
 	struct iw_sge sgl[IWARP_IOV_MAX];
 	struct iw_recv_wr wr = { .sgl = sgl, .num_sge = (int)count };
@@ -425,9 +480,12 @@ static ssize_t iwarp_rx(struct iwarp_ep *ep, const struct iovec *iov,
 		return -FI_EAGAIN;
 	}
 	op->len = len;
-	ret = iwarp_rx_op(ep, op, iov, count, context, flags);
+	ret = iwarp_rx_op(ep, op, iov, count, context,
+			  ep->tagged ? flags & ~FI_MULTI_RECV : flags);
 	wr.ctx = op;
-	if (!ret)
+	if (!ret && ep->tagged)
+		ret = iwarp_rx_keep(ep, op, sgl, count, flags, tag, ignore);
+	else if (!ret)
 		ret = iw_qp_post_recv(ep->qp, &wr);
 	if (ret)
 		iwarp_op_put(ep, op);
@@ -443,7 +501,7 @@ static ssize_t iwarp_recv(struct fid_ep *ep_fid, void *buf, size_t len,
 	struct iwarp_ep *ep = iwarp_ep_of(&ep_fid->fid);
 	struct iovec iov = { buf, len };
 
-	return iwarp_rx(ep, &iov, 1, context, ep->base.rx_op_flags);
+	return iwarp_rx(ep, &iov, 1, context, ep->base.rx_op_flags, 0, 0);
 }
 
 static ssize_t iwarp_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -452,14 +510,14 @@ static ssize_t iwarp_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 {
 	struct iwarp_ep *ep = iwarp_ep_of(&ep_fid->fid);
 
-	return iwarp_rx(ep, iov, count, context, ep->base.rx_op_flags);
+	return iwarp_rx(ep, iov, count, context, ep->base.rx_op_flags, 0, 0);
 }
 
 static ssize_t iwarp_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 			     uint64_t flags)
 {
 	return iwarp_rx(iwarp_ep_of(&ep_fid->fid), msg->msg_iov,
-			msg->iov_count, msg->context, flags);
+			msg->iov_count, msg->context, flags & ~FI_TAGGED, 0, 0);
 }
 
 static ssize_t iwarp_send_common(struct fid_ep *ep_fid,

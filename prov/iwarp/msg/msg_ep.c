@@ -54,8 +54,10 @@ static void iwarp_ep_qp_attr(struct iwarp_ep *ep, struct iw_qp_attr *attr)
 		attr->rq_size++;	/* the peer's proof goes first */
 	attr->ops = &iwarp_ep_qp_ops;
 	attr->arg = ep;
-	/* FI_RM_ENABLED: a Send ahead of its receive waits for it */
-	attr->wait_for_recv = true;
+	/* FI_RM_ENABLED: a Send ahead of its receive waits for it; with
+	 * FI_TAGGED we place Sends, and keep those ahead (msg_tagged.c) */
+	attr->wait_for_recv = !ep->tagged;
+	attr->peek_len = ep->tagged ? IWARP_THDR_LEN : 0;
 }
 
 /* The engine may queue one more internal Read per op (delivery). */
@@ -170,6 +172,8 @@ static int iwarp_ep_close(struct fid *fid)
 		iw_qp_destroy(ep->qp);	/* flushes into the CQs */
 		ep->qp = NULL;
 	}
+	if (ep->tagged)
+		iwarp_tag_flush(ep);
 	if (ep->connreq)
 		iwarp_connreq_release(ep->connreq);
 	iwarp_ep_unbind_all(ep);
@@ -202,6 +206,11 @@ static ssize_t iwarp_ep_cancel(fid_t fid, void *context)
 	int ret = -FI_ENOENT;
 
 	iwarp_lock(ep->base.fab);
+	if (ep->tagged) {
+		ret = iwarp_tag_cancel(ep, context);
+		iwarp_unlock(ep->base.fab);
+		return ret;
+	}
 	for (i = 0; ep->qp && i < ep->nops; i++) {
 		struct iwarp_op *op = &ep->ops[i];
 
@@ -251,6 +260,11 @@ static void iwarp_ep_from_info(struct iwarp_ep *ep, const struct fi_info *info)
 			info->domain_attr->cq_data_size > 0;
 	if ((info->mode & FI_MSG_PREFIX) && info->ep_attr)
 		ep->prefix = info->ep_attr->msg_prefix_size;
+	/* FI_TAGGED: offered only when asked, without prefix or CQ data */
+	ep->tagged = info->caps & FI_TAGGED;
+	iwarp_list_init(&ep->rx_msg);
+	iwarp_list_init(&ep->rx_tag);
+	iwarp_list_init(&ep->unexp);
 	/* fi_endpoint(3): an active endpoint made from a passive one takes
 	 * over its address; connections then leave from that port */
 	if (info->handle && info->handle->fclass == FI_CLASS_PEP)
@@ -303,11 +317,19 @@ int iwarp_msg_open(struct fid_domain *domain, struct fi_info *info,
 	ep->poll.progress = iwarp_ep_progress;
 	ep->poll.poll_info = iwarp_ep_poll_info;
 	iwarp_ep_from_info(ep, info);
+	if (ep->tagged)
+		ep->base.ep_fid.tagged = &iwarp_msg_tagged_ops;
 	ep->base.ep_fid.fid.ops = &iwarp_ep_fi_ops;
 	ep->base.ep_fid.ops = &iwarp_ep_ops;
 	ep->base.ep_fid.cm = &iwarp_ep_cm_ops;
 	ep->base.ep_fid.msg = &iwarp_msg_ops;
 	ep->base.ep_fid.rma = &iwarp_rma_ops;
+	if (ep->tagged && (ep->auth || ep->prefix || ep->imm_offer)) {
+		FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL, "FI_TAGGED on MSG takes "
+			"no job key, FI_MSG_PREFIX or remote CQ data\n");
+		iwarp_ep_close(&ep->base.ep_fid.fid);
+		return -FI_EOPNOTSUPP;
+	}
 	*epp = &ep->base.ep_fid;
 	return 0;
 }

@@ -28,5 +28,5 @@ uint8_t iwarp_ext_get(const uint8_t **pd, uint16_t *len)
 		return 0;
 	*pd += IWARP_EXT_PD_LEN;
 	*len -= IWARP_EXT_PD_LEN;
-	return p[5] & IWARP_EXT_IMM;
+	return p[5] & (IWARP_EXT_IMM | IWARP_EXT_TAG);
 }

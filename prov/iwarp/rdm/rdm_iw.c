@@ -522,10 +522,20 @@ static void rdm_iw_cm_event(void *arg, struct iw_qp *qp,
 	}
 }
 
+static void rdm_iw_target(void *arg, struct iw_qp *qp, bool write,
+			  void *mr_ctx)
+{
+	struct iwarp_rdm_xconn *c = arg;
+
+	(void)qp;
+	c->xe->up->target(c->xe->ep, write, mr_ctx);
+}
+
 static const struct iw_qp_ops rdm_iw_qp_ops = {
 	.cm_event = rdm_iw_cm_event,
 	.complete = rdm_iw_complete,
 	.place = rdm_iw_place,
+	.target = rdm_iw_target,
 };
 
 /* ---- the listener */

@@ -162,6 +162,14 @@ static void iwarp_rdm_done(struct iwarp_rdm_peer *peer, void *ctx, int err,
 		iwarp_rdm_tx_wr_done(peer->ep, ctx, err, prov_errno);
 }
 
+/* FI_RMA_EVENT: rendezvous sources have no mr_ctx, so they do not
+ * count */
+static void iwarp_rdm_target(struct iwarp_rdm_ep *ep, bool write,
+			     void *mr_ctx)
+{
+	iwarp_rma_target(&ep->base, write, mr_ctx);
+}
+
 const struct iwarp_rdm_upcalls iwarp_rdm_upcalls = {
 	.peer = iwarp_rdm_peer_xconn,
 	.queued = iwarp_rdm_queued,
@@ -171,6 +179,7 @@ const struct iwarp_rdm_upcalls iwarp_rdm_upcalls = {
 	.connected = iwarp_rdm_connected,
 	.lost = iwarp_rdm_lost,
 	.unreachable = iwarp_rdm_unreachable,
+	.target = iwarp_rdm_target,
 	.poll_add = iwarp_rdm_poll_add,
 	.poll_del = iwarp_rdm_poll_del,
 };

@@ -73,6 +73,9 @@ struct iwarp_rdm_upcalls {
 	 * prov_errno (IWARP_PROV_ERRNO_AUTH: refused for the job key). */
 	void (*unreachable)(struct iwarp_rdm_peer *peer, int err,
 			    int prov_errno);
+	/* The peer wrote or read a region of ours (mr_ctx: its iwarp_mr;
+	 * NULL for the protocol's own regions and empty Writes). */
+	void (*target)(struct iwarp_rdm_ep *ep, bool write, void *mr_ctx);
 	/* Where the transport's pollables go: the progress engine and the
 	 * waits of the endpoint's CQs. */
 	void (*poll_add)(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p);
