@@ -316,11 +316,21 @@ static bool swap_regions(void)
 
 static void hear_peer(void)
 {
+	struct pollfd pf = { .fd = peer_fd, .events = POLLIN };
+	double end = tap_now() + 30;
 	char b;
 
 	say(peer_fd);
-	if (read(peer_fd, &b, 1) < 0)
-		return;
+	/* keep progressing: the peer may still need our listener's answer
+	 * (its own refusal) before it can get here */
+	while (tap_now() < end) {
+		fi_cq_read(me.cq, NULL, 0);
+		if (poll(&pf, 1, 1) > 0) {
+			if (read(peer_fd, &b, 1) < 0)
+				return;
+			return;
+		}
+	}
 }
 
 static bool rma_check(void)
