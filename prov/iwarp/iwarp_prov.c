@@ -5,11 +5,13 @@
  * libiwarp-fi.so.
  */
 #include "iwarp.h"
+#include "iwarp_nic.h"
 
 #include <stdio.h>
 
 static void iwarp_cleanup(void)
 {
+	iwarp_topo_fini();
 	iwarp_params_fini();
 }
 
