@@ -340,7 +340,12 @@ static int iwarp_nic_control(struct fid *fid, int command, void *arg)
 	return 0;
 }
 
-/* ---- fi_tostr: appended to buf, len octets left, as libfabric's own */
+/*
+ * ---- fi_tostr, in libfabric's own layout. The core passes buf from
+ * its start and len = the octets left after its text; taking len as the
+ * size of all of buf can cut our text short when buf is nearly full but
+ * never writes past it, whichever of the two a core means.
+ */
 
 #define IWARP_TAB "    "
 
@@ -424,7 +429,6 @@ static void iwarp_tostr_link(char *buf, size_t len,
 		   iwarp_str_or_null(l->network_type));
 }
 
-/* libfabric hands buf from its start with len = the octets left. */
 static int iwarp_nic_tostr(const struct fid *fid, char *buf, size_t len)
 {
 	const struct fid_nic *nic = iwarp_container_of(fid, struct fid_nic,
