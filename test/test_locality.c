@@ -265,18 +265,30 @@ static void check_link(const struct fi_info *fi, const char *name,
 	       l->address, l->mtu, l->speed, l->state, l->network_type);
 }
 
+static bool pci_same(const struct fi_bus_attr *a, const struct fi_bus_attr *b)
+{
+	const struct fi_pci_attr *p = &a->attr.pci, *q = &b->attr.pci;
+
+	return a->bus_type == b->bus_type &&
+	       (a->bus_type != FI_BUS_PCI ||
+		(p->domain_id == q->domain_id && p->bus_id == q->bus_id &&
+		 p->device_id == q->device_id &&
+		 p->function_id == q->function_id));
+}
+
 static bool nic_same(const struct fid_nic *a, const struct fid_nic *b)
 {
 	const struct fi_device_attr *da = a->device_attr, *db = b->device_attr;
 	const struct fi_link_attr *la = a->link_attr, *lb = b->link_attr;
 
 	return a != b && da != db && la != lb && a->bus_attr != b->bus_attr &&
-	       str_is(da->name, db->name) && (!da->name || da->name != db->name) &&
+	       str_is(da->name, db->name) &&
+	       (!da->name || da->name != db->name) &&
 	       str_is(da->vendor_id, db->vendor_id) &&
 	       str_is(da->device_id, db->device_id) &&
 	       str_is(da->device_version, db->device_version) &&
 	       str_is(da->driver, db->driver) &&
-	       !memcmp(a->bus_attr, b->bus_attr, sizeof(*a->bus_attr)) &&
+	       pci_same(a->bus_attr, b->bus_attr) &&
 	       str_is(la->address, lb->address) &&
 	       (!la->address || la->address != lb->address) &&
 	       str_is(la->network_type, lb->network_type) &&

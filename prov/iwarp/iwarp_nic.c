@@ -162,6 +162,14 @@ static bool iwarp_pci_name(const char *s, struct fi_pci_attr *pci)
 	return true;
 }
 
+bool iwarp_nic_physical(const char *name)
+{
+	char path[PATH_MAX];
+
+	return iwarp_sysfs_path(path, sizeof(path), name, "device") &&
+	       !access(path, F_OK);
+}
+
 int iwarp_nic_pci(const char *name, struct fi_pci_attr *pci)
 {
 	char path[PATH_MAX], *real, *cut;

@@ -12,6 +12,8 @@
 
 #include <sched.h>
 
+/* True if interface `name` has a device in sysfs: not a virtual one. */
+bool iwarp_nic_physical(const char *name);
 /* The PCI function of interface `name`: 0, or -FI_ENODATA (virtual). */
 int iwarp_nic_pci(const char *name, struct fi_pci_attr *pci);
 /*

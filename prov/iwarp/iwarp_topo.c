@@ -121,15 +121,20 @@ static int iwarp_topo_near(hwloc_topology_t topo, hwloc_obj_t caller,
 	return hwloc_get_common_ancestor_obj(topo, caller, nic)->depth;
 }
 
-/* Only two NICs or more have an order to get right. */
+/*
+ * Only two interfaces or more, one of them with a NIC, have an order to
+ * get right; virtual ones alone never need the topology loaded.
+ */
 static bool iwarp_topo_several(const struct iwarp_iface *ifs, size_t n)
 {
+	bool several = false, nic = false;
 	size_t i;
 
-	for (i = 1; i < n; i++)
-		if (strcmp(ifs[i].name, ifs[0].name))
-			return true;
-	return false;
+	for (i = 0; i < n && !(several && nic); i++) {
+		several = several || strcmp(ifs[i].name, ifs[0].name);
+		nic = nic || iwarp_nic_physical(ifs[i].name);
+	}
+	return several && nic;
 }
 
 void iwarp_topo_sort(struct iwarp_iface *ifs, size_t n)
@@ -186,17 +191,19 @@ static bool iwarp_topo_to_set(hwloc_const_bitmap_t cpus, cpu_set_t *set)
 bool iwarp_topo_nic_cpus(const char *name, cpu_set_t *set, char *buf,
 			 size_t size)
 {
-	hwloc_topology_t topo = iwarp_topo_get();
+	hwloc_topology_t topo;
 	hwloc_bitmap_t cpus;
 	hwloc_obj_t nic;
 	bool ok;
 
+	if (!iwarp_nic_physical(name))
+		return iwarp_topo_unplaced(name, "a virtual interface");
+	topo = iwarp_topo_get();
 	if (!topo)
 		return iwarp_topo_unplaced(name, "no hwloc topology");
 	nic = iwarp_topo_nic(topo, name);
 	if (!nic)
-		return iwarp_topo_unplaced(name, "hwloc knows no NIC of it "
-					   "(virtual interface)");
+		return iwarp_topo_unplaced(name, "hwloc knows no NIC of it");
 	cpus = hwloc_bitmap_alloc();
 	if (!cpus)
 		return false;
