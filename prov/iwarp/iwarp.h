@@ -92,6 +92,10 @@ struct iwarp_params {
 	int mpa_timeout_ms;	/* time to send the whole MPA Request */
 	int rdm_probe_ms;	/* bound of a live connection's probe */
 	int mr_app_keys;	/* prefer application keys and offsets */
+	/* NIC locality (iwarp_nic.c, iwarp_topo.c) */
+	int bind_progress;	/* progress thread on its NIC's NUMA node */
+	char *sysfs_root;	/* NULL: /sys */
+	char *hwloc_xml;	/* NULL: the live topology */
 };
 
 #define IWARP_RDM_PROBE_MS_DEFAULT 2000
@@ -259,8 +263,9 @@ void iwarp_pollable_del(struct iwarp_pollable *p);
 void iwarp_progress(struct iwarp_fabric *fab);
 /* Start and stop (lock not held) the thread that progresses a fabric
  * while its application makes no calls: RDMA Reads, Writes and atomics
- * aimed at us must be served even then. */
-int iwarp_async_get(struct iwarp_fabric *fab);
+ * aimed at us must be served even then. The first start places it on
+ * the NUMA node of interface nic's NIC (FI_IWARP_BIND_PROGRESS). */
+int iwarp_async_get(struct iwarp_fabric *fab, const char *nic);
 void iwarp_async_put(struct iwarp_fabric *fab);
 
 /*

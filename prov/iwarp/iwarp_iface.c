@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Interface enumeration for fi_getinfo, fi_fabric and fi_domain: each
- * call lists afresh, so interfaces that come and go are seen at once.
+ * call lists afresh, so interfaces that come and go are seen at once,
+ * nearest to the calling thread's CPUs first (iwarp_topo.c).
  */
 #include "iwarp.h"
+#include "iwarp_nic.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -113,6 +115,7 @@ int iwarp_iface_list(struct iwarp_iface **ifs, size_t *count)
 		return -FI_ENOMEM;
 	}
 	*count = iwarp_iface_pass(list, false, *ifs, 0);
+	iwarp_topo_sort(*ifs, *count);
 	*count = iwarp_iface_pass(list, true, *ifs, *count);
 	freeifaddrs(list);
 	if (!*count && iwarp_params.iface)

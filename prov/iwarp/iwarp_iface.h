@@ -25,7 +25,8 @@ struct iwarp_iface {
 };
 
 /*
- * Lists the usable interface addresses, loopback last, honouring
+ * Lists the usable interface addresses, those of NICs nearest to the
+ * calling thread's CPU binding first, loopback last, honouring
  * FI_IWARP_IFACE. Returns 0 (with *count possibly 0) or a negative
  * error; the caller frees *ifs.
  */

@@ -2,8 +2,10 @@
 /*
  * fi_getinfo: one fi_info per usable interface address. The fabric is the
  * IP subnet in CIDR form ("192.168.5.0/24"), the domain is the interface
- * ("eth0"); loopback comes last so that consumers which take the first
- * entry (Open MPI) use a real network.
+ * ("eth0"), info->nic its hardware (iwarp_nic.c); the NICs nearest to
+ * the caller's CPU binding come first and loopback last, so that
+ * consumers which take the first entry (Open MPI) use a real network
+ * close to them.
  *
  * Entries come per endpoint type (RDM, MSG, then DGRAM, so that a
  * consumer taking the first entry never gets an unreliable one), with
@@ -14,6 +16,7 @@
  * for external providers.
  */
 #include "iwarp_attr.h"
+#include "iwarp_nic.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -292,7 +295,8 @@ static struct fi_info *iwarp_info_new(const struct fi_info *tmpl,
 		return NULL;
 	fi->domain_attr->name = strdup(ifc->name);
 	fi->fabric_attr->name = strdup(ifc->fabric);
-	if (!fi->domain_attr->name || !fi->fabric_attr->name ||
+	fi->nic = iwarp_nic_new(ifc->name);
+	if (!fi->domain_attr->name || !fi->fabric_attr->name || !fi->nic ||
 	    iwarp_info_addrs(fi, ifc, req)) {
 		fi_freeinfo(fi);
 		return NULL;

@@ -19,6 +19,7 @@ struct iwarp_params iwarp_params = {
 	.rdm_eager = IWARP_RDM_EAGER_DEFAULT,
 	.mpa_rev = 2,
 	.rdm_probe_ms = IWARP_RDM_PROBE_MS_DEFAULT,
+	.bind_progress = 1,
 };
 
 static void iwarp_params_define(void)
@@ -95,6 +96,46 @@ static void iwarp_params_define_conn(void)
 			"Milliseconds a connection to a listener has to send "
 			"its whole MPA Request before it is closed; "
 			"100..60000 (default: 5000)");
+}
+
+/* NIC locality: fi_info->nic, the order of entries, the progress thread. */
+static void iwarp_params_define_nic(void)
+{
+	fi_param_define(&iwarp_prov, "bind_progress", FI_PARAM_BOOL,
+			"Run the progress thread (which serves RMA and "
+			"atomics aimed at an RDM endpoint) on the CPUs of "
+			"its NIC's NUMA node, as hwloc reports it; nothing "
+			"happens for a NIC hwloc does not place (virtual "
+			"interfaces) (default: true)");
+	fi_param_define(&iwarp_prov, "sysfs_root", FI_PARAM_STRING,
+			"Directory read instead of /sys for the NIC facts of "
+			"fi_info->nic and the PCI address hwloc is asked "
+			"about; for tests (default: /sys)");
+	fi_param_define(&iwarp_prov, "hwloc_xml", FI_PARAM_STRING,
+			"hwloc XML topology used instead of this machine's "
+			"for NIC locality; for tests (default: none)");
+}
+
+/* A string parameter, copied; 0 or -FI_ENOMEM. */
+static int iwarp_param_str(const char *name, char **dst)
+{
+	char *val = NULL;
+
+	if (fi_param_get_str(&iwarp_prov, name, &val) || !val || !*val)
+		return 0;
+	*dst = strdup(val);
+	return *dst ? 0 : -FI_ENOMEM;
+}
+
+static int iwarp_params_read_nic(void)
+{
+	int val;
+
+	if (!fi_param_get_bool(&iwarp_prov, "bind_progress", &val))
+		iwarp_params.bind_progress = val;
+	if (iwarp_param_str("sysfs_root", &iwarp_params.sysfs_root))
+		return -FI_ENOMEM;
+	return iwarp_param_str("hwloc_xml", &iwarp_params.hwloc_xml);
 }
 
 /* An integer parameter within [lo, hi]; a value outside is named and
@@ -232,9 +273,12 @@ int iwarp_params_init(void)
 
 	iwarp_params_define();
 	iwarp_params_define_conn();
+	iwarp_params_define_nic();
 	ret = iwarp_params_read();
 	if (!ret)
 		ret = iwarp_params_read_auth();
+	if (!ret)
+		ret = iwarp_params_read_nic();
 	if (ret) {
 		FI_WARN(&iwarp_prov, FI_LOG_CORE,
 			"cannot read parameters: %s\n", fi_strerror(-ret));
@@ -264,6 +308,11 @@ void iwarp_params_fini(void)
 	iwarp_params.mpa_timeout_ms = 0;
 	iw_listen_set_defaults(0, 0);
 	iwarp_params.rdm_probe_ms = IWARP_RDM_PROBE_MS_DEFAULT;
+	iwarp_params.bind_progress = 1;
+	free(iwarp_params.sysfs_root);
+	iwarp_params.sysfs_root = NULL;
+	free(iwarp_params.hwloc_xml);
+	iwarp_params.hwloc_xml = NULL;
 }
 
 void iwarp_engine_log(void *arg, int level, const char *msg)

@@ -12,6 +12,7 @@
  * because progress on any connection may be what completes their wait.
  */
 #include "iwarp.h"
+#include "iwarp_nic.h"
 
 #include <poll.h>
 #include <stdio.h>
@@ -258,14 +259,62 @@ static void *iwarp_async_main(void *arg)
 	}
 }
 
-int iwarp_async_get(struct iwarp_fabric *fab)
+/*
+ * Attributes that place the thread on the CPUs of the NUMA node of
+ * interface nic's NIC; false to leave it where its creator runs.
+ */
+static bool iwarp_async_attr(pthread_attr_t *attr, const char *nic,
+			     char *cpus, size_t size)
+{
+	cpu_set_t set;
+
+	if (!iwarp_params.bind_progress) {
+		FI_INFO(&iwarp_prov, FI_LOG_CORE, "progress thread for %s not "
+			"placed: FI_IWARP_BIND_PROGRESS is off\n", nic);
+		return false;
+	}
+	if (!iwarp_topo_nic_cpus(nic, &set, cpus, size) ||
+	    pthread_attr_init(attr))
+		return false;
+	if (pthread_attr_setaffinity_np(attr, sizeof(set), &set)) {
+		pthread_attr_destroy(attr);
+		return false;
+	}
+	return true;
+}
+
+/* Lock held. A placement the kernel refuses (no such CPU online) leaves
+ * the thread unplaced. */
+static int iwarp_async_start(struct iwarp_fabric *fab, const char *nic)
+{
+	pthread_attr_t attr;
+	char cpus[256];
+	int ret;
+
+	if (!iwarp_async_attr(&attr, nic, cpus, sizeof(cpus)))
+		return -pthread_create(&fab->async, NULL, iwarp_async_main,
+				       fab);
+	ret = pthread_create(&fab->async, &attr, iwarp_async_main, fab);
+	pthread_attr_destroy(&attr);
+	if (!ret) {
+		FI_INFO(&iwarp_prov, FI_LOG_CORE, "progress thread of fabric "
+			"%s placed on CPUs %s, the NUMA node of %s's NIC\n",
+			fab->name, cpus, nic);
+		return 0;
+	}
+	FI_INFO(&iwarp_prov, FI_LOG_CORE, "progress thread for %s: CPUs %s "
+		"refused (%s), not placed\n", nic, cpus, strerror(ret));
+	return -pthread_create(&fab->async, NULL, iwarp_async_main, fab);
+}
+
+int iwarp_async_get(struct iwarp_fabric *fab, const char *nic)
 {
 	int ret = 0;
 
 	iwarp_lock(fab);
 	if (!fab->async_users) {
 		fab->async_stop = false;
-		ret = -pthread_create(&fab->async, NULL, iwarp_async_main, fab);
+		ret = iwarp_async_start(fab, nic);
 	}
 	if (!ret)
 		fab->async_users++;

@@ -6,11 +6,13 @@
  */
 #include "iwarp.h"
 #include "iwarp_auth.h"
+#include "iwarp_nic.h"
 
 #include <stdio.h>
 
 static void iwarp_cleanup(void)
 {
+	iwarp_topo_fini();
 	iwarp_params_fini();
 	iwarp_auth_fini();
 }

@@ -162,7 +162,7 @@ static int iwarp_rdm_enable(struct iwarp_ep_base *b)
 	iwarp_unlock(b->fab);
 	/* a target of RMA must answer while its application computes */
 	if (!ret && (b->info->caps & (FI_RMA | FI_ATOMIC)) &&
-	    !iwarp_async_get(b->fab))
+	    !iwarp_async_get(b->fab, b->dom->iface.name))
 		ep->async = true;
 	return ret;
 }
