@@ -95,10 +95,11 @@ kill_tree() {
 	return 0
 }
 
-# In a case's body (a subshell): its verdict, read by run_case
-pass() { printf 'PASS\t%s\n' "${1:+ $1}" >>"$tmp/verdict"; }
-fail() { printf 'FAIL\t%s\n' ": $1" >>"$tmp/verdict"; }
-skip() { printf 'SKIP\t%s\n' ": $1" >>"$tmp/verdict"; }
+# In a case's body (a subshell): its verdict, read by run_case (one
+# line, whatever the text: a reason quoting a log stays one verdict)
+pass() { printf 'PASS\t%s\n' "${1:+ $(flat "$1")}" >>"$tmp/verdict"; }
+fail() { printf 'FAIL\t%s\n' ": $(flat "$1")" >>"$tmp/verdict"; }
+skip() { printf 'SKIP\t%s\n' ": $(flat "$1")" >>"$tmp/verdict"; }
 
 # run_case ID SECONDS FUNCTION [args]: runs FUNCTION in a subshell, killed
 # with everything it started after SECONDS; prints the case's one line
