@@ -856,6 +856,7 @@ struct kid {
 };
 
 static char logdir[64];
+static bool pair_sync;		/* the kids being started are a pair */
 static char logs[32][128];	/* removed at the end when all passed */
 static int nlogs;
 
@@ -893,6 +894,10 @@ static void kid_start(struct kid *k, int (*fn)(void), int port, int peer,
 			node_close();
 			exit(1);
 		}
+		/* a pair starts talking once both listen: a peer that is
+		 * slow to start must not use up the other's connect tries */
+		if (pair_sync)
+			hear_peer();
 		fd = fn();
 		node_close();
 		exit(fd);
@@ -996,8 +1001,10 @@ static void pair(struct kid *a, int (*fa)(void), const char *const *ea,
 
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp))
 		exit(1);
+	pair_sync = true;
 	kid_start(a, fa, PA, PB, ea, sp[0], sp[1]);
 	kid_start(b, fb, PB, PA, eb, sp[1], sp[0]);
+	pair_sync = false;
 	close(sp[0]);
 	close(sp[1]);
 }
