@@ -227,8 +227,9 @@ static void iwarp_defaults_domain(struct fi_domain_attr *d)
 	d->rx_ctx_cnt = IWARP_EP_CNT;
 	d->max_ep_tx_ctx = 1;
 	d->max_ep_rx_ctx = 1;
-	d->max_ep_stx_ctx = 0;
-	d->max_ep_srx_ctx = 0;
+	/* fi_stx_context, fi_srx_context (iwarp_ctx.h) */
+	d->max_ep_stx_ctx = 1;
+	d->max_ep_srx_ctx = 1;
 	d->cntr_cnt = IWARP_CNTR_CNT;
 	d->mr_iov_limit = 1;
 	d->mr_cnt = IWARP_MR_CNT;
@@ -365,10 +366,15 @@ static const struct iwarp_limit iwarp_ep_limits[] = {
 	IWARP_LIMIT(struct fi_ep_attr, max_order_raw_size),
 	IWARP_LIMIT(struct fi_ep_attr, max_order_war_size),
 	IWARP_LIMIT(struct fi_ep_attr, max_order_waw_size),
-	/* FI_SHARED_CONTEXT is SIZE_MAX: shared contexts fail here too */
-	IWARP_LIMIT(struct fi_ep_attr, tx_ctx_cnt),
-	IWARP_LIMIT(struct fi_ep_attr, rx_ctx_cnt),
 };
+
+/* Contexts of the endpoint's own up to ours, or FI_SHARED_CONTEXT. */
+static bool iwarp_ctx_cnt_ok(const char *what, size_t h, size_t ours)
+{
+	if (h == FI_SHARED_CONTEXT || h <= ours)
+		return true;
+	return iwarp_reject("ep_attr %s %zu exceeds %zu\n", what, h, ours);
+}
 
 /* A job key in hints: both the octets and their count, at most
  * IWARP_AUTH_KEY_MAX of them (iwarp_auth.h). */
@@ -398,7 +404,9 @@ static bool iwarp_ep_hints_ok(const struct fi_ep_attr *h,
 		return iwarp_reject("protocol_version %u: only up to %u\n",
 				    h->protocol_version,
 				    ours->protocol_version);
-	if (!iwarp_key_hint_ok("ep", h->auth_key, h->auth_key_size))
+	if (!iwarp_key_hint_ok("ep", h->auth_key, h->auth_key_size) ||
+	    !iwarp_ctx_cnt_ok("tx_ctx_cnt", h->tx_ctx_cnt, ours->tx_ctx_cnt) ||
+	    !iwarp_ctx_cnt_ok("rx_ctx_cnt", h->rx_ctx_cnt, ours->rx_ctx_cnt))
 		return false;
 	return iwarp_limits_ok("ep_attr", h, ours, iwarp_ep_limits,
 			       IWARP_NLIMITS(iwarp_ep_limits));
@@ -733,12 +741,24 @@ static void iwarp_narrow_ep(struct fi_ep_attr *ep, const struct fi_ep_attr *h,
 		ep->max_order_waw_size = h->max_order_waw_size;
 }
 
+/* FI_SHARED_CONTEXT, or fewer contexts, come back as asked. */
+static void iwarp_narrow_ctx_cnt(struct fi_ep_attr *ep,
+				 const struct fi_ep_attr *h)
+{
+	if (h->tx_ctx_cnt)
+		ep->tx_ctx_cnt = h->tx_ctx_cnt;
+	if (h->rx_ctx_cnt)
+		ep->rx_ctx_cnt = h->rx_ctx_cnt;
+}
+
 static void iwarp_narrow_attrs(struct fi_info *fi, const struct fi_info *hints)
 {
 	if (hints->domain_attr)
 		iwarp_narrow_domain(fi->domain_attr, hints->domain_attr);
-	if (hints->ep_attr)
+	if (hints->ep_attr) {
 		iwarp_narrow_ep(fi->ep_attr, hints->ep_attr, fi->caps);
+		iwarp_narrow_ctx_cnt(fi->ep_attr, hints->ep_attr);
+	}
 	if (hints->tx_attr) {
 		fi->tx_attr->op_flags = hints->tx_attr->op_flags;
 		iwarp_limits_echo(fi->tx_attr, hints->tx_attr, iwarp_tx_limits,

@@ -32,18 +32,6 @@ static int iwarp_no_endpoint(struct fid_domain *domain, struct fi_info *info,
 	return -FI_ENOSYS;
 }
 
-static int iwarp_no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
-			    struct fid_stx **stx, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int iwarp_no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
-			    struct fid_ep **rx_ep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static int iwarp_no_query_collective(struct fid_domain *domain,
 				     enum fi_collective_op coll,
 				     struct fi_collective_attr *attr,
@@ -109,8 +97,8 @@ static struct fi_ops_domain iwarp_domain_ops = {
 	.scalable_ep = iwarp_no_endpoint,
 	.cntr_open = iwarp_cntr_open,
 	.poll_open = iwarp_poll_open,
-	.stx_ctx = iwarp_no_stx_ctx,
-	.srx_ctx = iwarp_no_srx_ctx,
+	.stx_ctx = iwarp_stx_open,
+	.srx_ctx = iwarp_srx_open,
 	.query_atomic = iwarp_query_atomic,
 	.query_collective = iwarp_no_query_collective,
 	.endpoint2 = iwarp_no_endpoint2,

@@ -18,6 +18,8 @@ static void iwarp_ep_progress(struct iwarp_pollable *p)
 
 	if (ep->qp)
 		iw_qp_progress(ep->qp);
+	if (ep->base.srx)
+		iwarp_ep_srx_feed(ep);
 	if (ep->auth && ep->qp)
 		iwarp_ep_auth_progress(ep);
 }
@@ -132,6 +134,7 @@ static const struct iwarp_ep_type iwarp_msg_type = {
 	.cm_data_max = IWARP_CM_DATA_MAX,
 	.bind = iwarp_ep_bind_other,
 	.enable = iwarp_ep_enable,
+	.srx_offer = iwarp_ep_srx_offer,
 };
 
 /* With a job key the auth block takes the head of the private data. */
@@ -141,6 +144,7 @@ static const struct iwarp_ep_type iwarp_msg_type_keyed = {
 	.cm_data_max = IWARP_CM_DATA_MAX - IWARP_AUTH_PD_LEN,
 	.bind = iwarp_ep_bind_other,
 	.enable = iwarp_ep_enable,
+	.srx_offer = iwarp_ep_srx_offer,
 };
 
 /* ---- close */

@@ -341,6 +341,8 @@ void iwarp_rdm_peers_close(struct iwarp_rdm_ep *ep);
 extern struct fi_ops_msg iwarp_rdm_msg_ops;
 extern struct fi_ops_tagged iwarp_rdm_tagged_ops;
 void iwarp_rdm_free_queues(struct iwarp_rdm_ep *ep);
+/* iwarp_ep_type.srx_offer (lock held) */
+bool iwarp_rdm_srx_offer(struct iwarp_ep_base *b, struct iwarp_srx_rx *s);
 /* Where an EAGER's payload goes; entries of dst, or -1 */
 int iwarp_rdm_eager_place(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in,
 			  struct iw_sge *dst);

@@ -172,6 +172,7 @@ static const struct iwarp_ep_type iwarp_rdm_type = {
 	.opts = IWARP_OPT_MIN_MULTI_RECV,
 	.bind = iwarp_rdm_bind_other,
 	.enable = iwarp_rdm_enable,
+	.srx_offer = iwarp_rdm_srx_offer,
 };
 
 static struct fi_ops iwarp_rdm_fi_ops = {

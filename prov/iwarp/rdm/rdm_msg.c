@@ -98,6 +98,69 @@ static struct iwarp_rdm_rx *iwarp_rdm_multi_piece(struct iwarp_rdm_ep *ep,
 	return rx;
 }
 
+/* ---- shared receive context (iwarp_ctx.h) */
+
+struct iwarp_rdm_srx_want {
+	const struct iwarp_rdm_hdr *h;
+	fi_addr_t from;
+	bool directed;
+};
+
+static bool iwarp_rdm_srx_match(const struct iwarp_srx_rx *rx,
+				const void *arg)
+{
+	const struct iwarp_rdm_srx_want *w = arg;
+	bool tagged = w->h->flags & IWARP_RDM_F_TAGGED;
+
+	if (rx->tagged != tagged)
+		return false;
+	if (tagged && ((w->h->tag ^ rx->tag) & ~rx->ignore))
+		return false;
+	return !w->directed || rx->src == FI_ADDR_UNSPEC ||
+	       rx->src == w->from;
+}
+
+static void iwarp_rdm_rx_fill(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
+			      const struct iovec *iov, size_t count,
+			      uint64_t flags, bool tagged);
+
+/* The endpoint's own receive record for one of the shared context. */
+static struct iwarp_rdm_rx *iwarp_rdm_srx_rx(struct iwarp_rdm_ep *ep,
+					     const struct iwarp_srx_rx *s)
+{
+	struct iwarp_rdm_rx *rx = iwarp_stash_get(&ep->rx_stash, sizeof(*rx));
+
+	if (!rx)
+		return NULL;
+	rx->context = s->context;
+	rx->src = ep->directed ? s->src : FI_ADDR_UNSPEC;
+	rx->tag = s->tag;
+	rx->ignore = s->ignore;
+	iwarp_rdm_rx_fill(ep, rx, s->iov, s->count, s->flags, s->tagged);
+	return rx;
+}
+
+/* The first receive of the shared context the message matches. */
+static struct iwarp_rdm_rx *iwarp_rdm_srx_take(struct iwarp_rdm_ep *ep,
+					       const struct iwarp_rdm_hdr *h,
+					       fi_addr_t from)
+{
+	struct iwarp_rdm_srx_want w = { h, from, ep->directed };
+	struct iwarp_srx_rx *s;
+	struct iwarp_rdm_rx *rx;
+
+	s = iwarp_srx_take(ep->base.srx, iwarp_rdm_srx_match, &w);
+	if (!s)
+		return NULL;
+	rx = iwarp_rdm_srx_rx(ep, s);
+	if (!rx) {
+		iwarp_srx_untake(ep->base.srx, s);
+		return NULL;
+	}
+	free(s);
+	return rx;
+}
+
 static struct iwarp_rdm_rx *iwarp_rdm_match_posted(struct iwarp_rdm_ep *ep,
 					    const struct iwarp_rdm_hdr *h,
 					    fi_addr_t from)
@@ -117,7 +180,7 @@ static struct iwarp_rdm_rx *iwarp_rdm_match_posted(struct iwarp_rdm_ep *ep,
 		iwarp_list_del(&rx->link);
 		return rx;
 	}
-	return NULL;
+	return ep->base.srx ? iwarp_rdm_srx_take(ep, h, from) : NULL;
 }
 
 static struct iwarp_rdm_unexp *iwarp_rdm_match_unexp(struct iwarp_rdm_ep *ep,
@@ -534,6 +597,8 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 	if ((flags & FI_MULTI_RECV) &&
 	    (tagged || count != 1 || (flags & (FI_PEEK | FI_CLAIM))))
 		return -FI_EINVAL;
+	if (ep->base.srx)	/* receives go to the shared context */
+		return -FI_EINVAL;
 	iwarp_lock(ep->base.fab);
 	if (!ep->base.enabled) {
 		iwarp_unlock(ep->base.fab);
@@ -553,6 +618,26 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 	ret = iwarp_rdm_recv_take(ep, rx, flags, tagged);
 	iwarp_unlock(ep->base.fab);
 	return ret;
+}
+
+/* A receive posted to the shared context takes a matching unexpected
+ * message of this endpoint, if there is one. */
+bool iwarp_rdm_srx_offer(struct iwarp_ep_base *b, struct iwarp_srx_rx *s)
+{
+	struct iwarp_rdm_ep *ep = iwarp_container_of(b, struct iwarp_rdm_ep,
+						     base);
+	struct iwarp_rdm_unexp *ux;
+	struct iwarp_rdm_rx *rx = iwarp_rdm_srx_rx(ep, s);
+
+	if (!rx)
+		return false;
+	ux = iwarp_rdm_match_unexp(ep, rx, NULL);
+	if (!ux) {
+		iwarp_stash_put(&ep->rx_stash, rx);
+		return false;
+	}
+	iwarp_rdm_take_unexp(ep, ux, rx, false);
+	return true;
 }
 
 /* ---- sends */
