@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "dgram/dgram_wire.h"
+#include "rdm/rdm_wire.h"
 
 /*
  * Limits of the engine; queue depth, iov and inject limits come from
@@ -52,9 +53,10 @@
 #define IWARP_RDM_CAPS	(FI_MSG | FI_TAGGED | IWARP_MSG_DIR | \
 			 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV | \
 			 IWARP_RMA_CAPS | FI_ATOMIC | IWARP_COMM_CAPS | \
-			 FI_SHARED_AV | FI_TRIGGER)
+			 FI_SHARED_AV | FI_TRIGGER | FI_NAMED_RX_CTX)
 #define IWARP_RDM_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | \
-			   FI_ATOMIC | FI_READ | FI_WRITE | FI_TRIGGER)
+			   FI_ATOMIC | FI_READ | FI_WRITE | FI_TRIGGER | \
+			   FI_NAMED_RX_CTX)
 #define IWARP_RDM_RX_CAPS (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | \
 			   FI_SOURCE | FI_MULTI_RECV | FI_RMA | FI_ATOMIC | \
 			   FI_REMOTE_READ | FI_REMOTE_WRITE)
@@ -293,6 +295,10 @@ static void iwarp_defaults_rdm(struct fi_info *fi, uint32_t version)
 	fi->domain_attr->av_type = iwarp_api_v2(version) ? FI_AV_TABLE :
 							  FI_AV_MAP;
 	fi->domain_attr->caps |= FI_SHARED_AV;
+	/* scalable endpoints (rdm/rdm_sep.c): the header names one of
+	 * IWARP_RDM_RXC_MAX rx contexts */
+	fi->domain_attr->max_ep_tx_ctx = IWARP_RDM_RXC_MAX;
+	fi->domain_attr->max_ep_rx_ctx = IWARP_RDM_RXC_MAX;
 }
 
 /* DGRAM: one datagram per message, sent at once (so any size is
@@ -394,6 +400,9 @@ static bool iwarp_key_hint_ok(const char *what, const uint8_t *key,
 static bool iwarp_ep_hints_ok(const struct fi_ep_attr *h,
 			      const struct fi_ep_attr *ours)
 {
+	/* scalable endpoints: RDM only */
+	size_t nctx = ours->type == FI_EP_RDM ? IWARP_RDM_RXC_MAX : 1;
+
 	if (h->type != FI_EP_UNSPEC && h->type != ours->type)
 		return iwarp_reject("ep_type %d: not this entry's %d\n",
 				    h->type, ours->type);
@@ -405,8 +414,8 @@ static bool iwarp_ep_hints_ok(const struct fi_ep_attr *h,
 				    h->protocol_version,
 				    ours->protocol_version);
 	if (!iwarp_key_hint_ok("ep", h->auth_key, h->auth_key_size) ||
-	    !iwarp_ctx_cnt_ok("tx_ctx_cnt", h->tx_ctx_cnt, ours->tx_ctx_cnt) ||
-	    !iwarp_ctx_cnt_ok("rx_ctx_cnt", h->rx_ctx_cnt, ours->rx_ctx_cnt))
+	    !iwarp_ctx_cnt_ok("tx_ctx_cnt", h->tx_ctx_cnt, nctx) ||
+	    !iwarp_ctx_cnt_ok("rx_ctx_cnt", h->rx_ctx_cnt, nctx))
 		return false;
 	return iwarp_limits_ok("ep_attr", h, ours, iwarp_ep_limits,
 			       IWARP_NLIMITS(iwarp_ep_limits));
@@ -582,7 +591,7 @@ static uint64_t iwarp_caps_expand(uint64_t caps, uint64_t avail)
  */
 static uint64_t iwarp_tx_half(uint64_t caps)
 {
-	uint64_t tx = caps & (FI_SEND | FI_READ | FI_WRITE);
+	uint64_t tx = caps & (FI_SEND | FI_READ | FI_WRITE | FI_NAMED_RX_CTX);
 
 	if (caps & FI_SEND)
 		tx |= caps & (FI_MSG | FI_TAGGED);

@@ -259,19 +259,15 @@ static void iwarp_srx_offer(struct iwarp_srx *srx, struct iwarp_srx_rx *rx)
  * messages, or a peek at the bound endpoints' unexpected messages. */
 #define IWARP_SRX_BAD_FLAGS (FI_MULTI_RECV | FI_PEEK | FI_CLAIM | FI_DISCARD)
 
-static ssize_t iwarp_srx_post(struct iwarp_srx *srx, const struct iovec *iov,
-			      size_t count, fi_addr_t src, uint64_t tag,
-			      uint64_t ignore, void *context, uint64_t flags,
-			      bool tagged)
+int iwarp_srx_rx_new(const struct iovec *iov, size_t count, fi_addr_t src,
+		     uint64_t tag, uint64_t ignore, void *context,
+		     uint64_t flags, bool tagged, struct iwarp_srx_rx **out)
 {
-	struct iwarp_fabric *fab = srx->dom->fabric;
 	struct iwarp_srx_rx *rx;
 
 	if (count > IWARP_IOV_MAX || (count && !iov) ||
 	    (flags & IWARP_SRX_BAD_FLAGS))
 		return -FI_EINVAL;
-	if (srx->attr.size && srx->nposted >= srx->attr.size)
-		return -FI_EAGAIN;
 	rx = iwarp_zalloc(sizeof(*rx));
 	if (!rx)
 		return -FI_ENOMEM;
@@ -284,6 +280,25 @@ static ssize_t iwarp_srx_post(struct iwarp_srx *srx, const struct iovec *iov,
 	rx->count = count;
 	if (count)
 		memcpy(rx->iov, iov, count * sizeof(*iov));
+	*out = rx;
+	return 0;
+}
+
+static ssize_t iwarp_srx_post(struct iwarp_srx *srx, const struct iovec *iov,
+			      size_t count, fi_addr_t src, uint64_t tag,
+			      uint64_t ignore, void *context, uint64_t flags,
+			      bool tagged)
+{
+	struct iwarp_fabric *fab = srx->dom->fabric;
+	struct iwarp_srx_rx *rx;
+	int ret;
+
+	if (srx->attr.size && srx->nposted >= srx->attr.size)
+		return -FI_EAGAIN;
+	ret = iwarp_srx_rx_new(iov, count, src, tag, ignore, context, flags,
+			       tagged, &rx);
+	if (ret)
+		return ret;
 	iwarp_lock(fab);
 	iwarp_srx_offer(srx, rx);
 	iwarp_unlock(fab);
@@ -342,28 +357,28 @@ static ssize_t iwarp_srx_trecvmsg(struct fid_ep *e,
 			      m->tag, m->ignore, m->context, flags, true);
 }
 
-/* A receive context sends nothing. */
-static ssize_t iwarp_srx_no_send(struct fid_ep *e, const void *buf,
+/* A receive context sends nothing (iwarp_ctx.h). */
+ssize_t iwarp_srx_no_send(struct fid_ep *e, const void *buf,
 				 size_t len, void *desc, fi_addr_t dest,
 				 void *ctx)
 {
 	return -FI_ENOSYS;
 }
 
-static ssize_t iwarp_srx_no_sendv(struct fid_ep *e, const struct iovec *iov,
+ssize_t iwarp_srx_no_sendv(struct fid_ep *e, const struct iovec *iov,
 				  void **desc, size_t count, fi_addr_t dest,
 				  void *ctx)
 {
 	return -FI_ENOSYS;
 }
 
-static ssize_t iwarp_srx_no_sendmsg(struct fid_ep *e, const struct fi_msg *m,
+ssize_t iwarp_srx_no_sendmsg(struct fid_ep *e, const struct fi_msg *m,
 				    uint64_t flags)
 {
 	return -FI_ENOSYS;
 }
 
-static ssize_t iwarp_srx_no_inject(struct fid_ep *e, const void *buf,
+ssize_t iwarp_srx_no_inject(struct fid_ep *e, const void *buf,
 				   size_t len, fi_addr_t dest)
 {
 	return -FI_ENOSYS;
@@ -382,41 +397,41 @@ static struct fi_ops_msg iwarp_srx_msg_ops = {
 	.injectdata = iwarp_no_injectdata,
 };
 
-static ssize_t iwarp_srx_no_tsend(struct fid_ep *e, const void *buf,
+ssize_t iwarp_srx_no_tsend(struct fid_ep *e, const void *buf,
 				  size_t len, void *desc, fi_addr_t dest,
 				  uint64_t tag, void *ctx)
 {
 	return -FI_ENOSYS;
 }
 
-static ssize_t iwarp_srx_no_tsendv(struct fid_ep *e, const struct iovec *iov,
+ssize_t iwarp_srx_no_tsendv(struct fid_ep *e, const struct iovec *iov,
 				   void **desc, size_t count, fi_addr_t dest,
 				   uint64_t tag, void *ctx)
 {
 	return -FI_ENOSYS;
 }
 
-static ssize_t iwarp_srx_no_tsendmsg(struct fid_ep *e,
+ssize_t iwarp_srx_no_tsendmsg(struct fid_ep *e,
 				     const struct fi_msg_tagged *m,
 				     uint64_t flags)
 {
 	return -FI_ENOSYS;
 }
 
-static ssize_t iwarp_srx_no_tinject(struct fid_ep *e, const void *buf,
+ssize_t iwarp_srx_no_tinject(struct fid_ep *e, const void *buf,
 				    size_t len, fi_addr_t dest, uint64_t tag)
 {
 	return -FI_ENOSYS;
 }
 
-static ssize_t iwarp_srx_no_tsenddata(struct fid_ep *e, const void *buf,
+ssize_t iwarp_srx_no_tsenddata(struct fid_ep *e, const void *buf,
 				      size_t len, void *desc, uint64_t data,
 				      fi_addr_t dest, uint64_t tag, void *ctx)
 {
 	return -FI_ENOSYS;
 }
 
-static ssize_t iwarp_srx_no_tinjectdata(struct fid_ep *e, const void *buf,
+ssize_t iwarp_srx_no_tinjectdata(struct fid_ep *e, const void *buf,
 					size_t len, uint64_t data,
 					fi_addr_t dest, uint64_t tag)
 {

@@ -61,6 +61,38 @@ int iwarp_ctx_bind(struct iwarp_ep_base *b, struct fid *bfid);
 /* Lock held: the endpoint lets go of its shared contexts. */
 void iwarp_ctx_unbind(struct iwarp_ep_base *b);
 
+/* A receive as posted (-FI_EINVAL for what no shared context takes,
+ * -FI_ENOMEM), for a shared or a scalable endpoint's receive context. */
+int iwarp_srx_rx_new(const struct iovec *iov, size_t count, fi_addr_t src,
+		     uint64_t tag, uint64_t ignore, void *context,
+		     uint64_t flags, bool tagged, struct iwarp_srx_rx **out);
+/* The transmit calls of a receive context: -FI_ENOSYS. */
+ssize_t iwarp_srx_no_send(struct fid_ep *e, const void *buf, size_t len,
+			  void *desc, fi_addr_t dest, void *ctx);
+ssize_t iwarp_srx_no_sendv(struct fid_ep *e, const struct iovec *iov,
+			   void **desc, size_t count, fi_addr_t dest,
+			   void *ctx);
+ssize_t iwarp_srx_no_sendmsg(struct fid_ep *e, const struct fi_msg *m,
+			     uint64_t flags);
+ssize_t iwarp_srx_no_inject(struct fid_ep *e, const void *buf, size_t len,
+			    fi_addr_t dest);
+ssize_t iwarp_srx_no_tsend(struct fid_ep *e, const void *buf, size_t len,
+			   void *desc, fi_addr_t dest, uint64_t tag,
+			   void *ctx);
+ssize_t iwarp_srx_no_tsendv(struct fid_ep *e, const struct iovec *iov,
+			    void **desc, size_t count, fi_addr_t dest,
+			    uint64_t tag, void *ctx);
+ssize_t iwarp_srx_no_tsendmsg(struct fid_ep *e, const struct fi_msg_tagged *m,
+			      uint64_t flags);
+ssize_t iwarp_srx_no_tinject(struct fid_ep *e, const void *buf, size_t len,
+			     fi_addr_t dest, uint64_t tag);
+ssize_t iwarp_srx_no_tsenddata(struct fid_ep *e, const void *buf, size_t len,
+			       void *desc, uint64_t data, fi_addr_t dest,
+			       uint64_t tag, void *ctx);
+ssize_t iwarp_srx_no_tinjectdata(struct fid_ep *e, const void *buf,
+				 size_t len, uint64_t data, fi_addr_t dest,
+				 uint64_t tag);
+
 /* Lock held. The first receive posted to srx that match() accepts,
  * unlinked (the caller frees it), or NULL. */
 struct iwarp_srx_rx *iwarp_srx_take(struct iwarp_srx *srx,
