@@ -12,7 +12,11 @@
  *   receive (RDM, MSG) takes one posted later; tagged receives (RDM);
  * - errors: a second bind, a receive posted on a bound endpoint,
  *   FI_MULTI_RECV on the context, closing a context while bound
- *   (-FI_EBUSY), fi_cancel; then the close order that works.
+ *   (-FI_EBUSY), fi_cancel; then the close order that works;
+ * - scalable RDM endpoints: fi_rx_addr names the receive context, each
+ *   context completes on its own CQ, unexpected messages wait for their
+ *   context, tags, a context index the receiver lacks is refused, the
+ *   close order.
  *
  * Needs FI_PROVIDER_PATH pointing at the directory of libiwarp-fi.so.
  */
@@ -643,12 +647,292 @@ static void test_msg(void)
 	side_close(&r);
 }
 
+/* ---- scalable RDM endpoints: two in one process */
+
+struct sepside {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_ep *sep;
+	struct fid_ep *tx[NEP], *rx[NEP];
+	struct fid_cq *txcq[NEP], *rxcq[NEP];
+};
+
+#define RX_BITS 2
+
+static struct fi_info *sep_hints(enum fi_ep_type type)
+{
+	struct fi_info *h = hints_new(type, false);
+
+	h->caps = FI_MSG | (type == FI_EP_RDM ? FI_TAGGED | FI_NAMED_RX_CTX :
+						0);
+	h->ep_attr->tx_ctx_cnt = NEP;
+	h->ep_attr->rx_ctx_cnt = NEP;
+	return h;
+}
+
+static void test_sep_getinfo(void)
+{
+	struct fi_info *h = sep_hints(FI_EP_RDM), *fi = NULL;
+	int ret = fi_getinfo(API, "127.0.0.1", NULL, FI_SOURCE, h, &fi);
+
+	tap_ok(!ret && fi->ep_attr->tx_ctx_cnt == NEP &&
+	       fi->ep_attr->rx_ctx_cnt == NEP &&
+	       fi->domain_attr->max_ep_rx_ctx >= NEP &&
+	       (fi->caps & FI_NAMED_RX_CTX),
+	       "RDM: fi_getinfo offers %d tx and rx contexts and "
+	       "FI_NAMED_RX_CTX (%d)", NEP, ret);
+	fi_freeinfo(fi);
+	fi_freeinfo(h);
+	fi = NULL;
+	h = sep_hints(FI_EP_MSG);
+	ret = fi_getinfo(API, "127.0.0.1", NULL, FI_SOURCE, h, &fi);
+	tap_ok(ret == -FI_ENODATA, "MSG: no scalable endpoint (%d)", ret);
+	fi_freeinfo(fi);
+	fi_freeinfo(h);
+}
+
+static int sep_ctx(struct sepside *s, int i)
+{
+	struct side tmp = { .domain = s->domain };
+	int ret;
+
+	ret = fi_tx_context(s->sep, i, NULL, &s->tx[i], NULL);
+	if (!ret)
+		ret = cq_open(&tmp, &s->txcq[i]);
+	if (!ret)
+		ret = fi_ep_bind(s->tx[i], &s->txcq[i]->fid, FI_TRANSMIT);
+	if (!ret)
+		ret = fi_enable(s->tx[i]);
+	if (!ret)
+		ret = fi_rx_context(s->sep, i, NULL, &s->rx[i], NULL);
+	if (!ret)
+		ret = cq_open(&tmp, &s->rxcq[i]);
+	if (!ret)
+		ret = fi_ep_bind(s->rx[i], &s->rxcq[i]->fid, FI_RECV);
+	return ret ? ret : fi_enable(s->rx[i]);
+}
+
+static int sep_open(struct sepside *s)
+{
+	struct fi_av_attr aa = { .type = FI_AV_TABLE,
+				 .rx_ctx_bits = RX_BITS };
+	struct fi_info *h = sep_hints(FI_EP_RDM);
+	int i, ret;
+
+	memset(s, 0, sizeof(*s));
+	ret = fi_getinfo(API, "127.0.0.1", NULL, FI_SOURCE, h, &s->info);
+	fi_freeinfo(h);
+	if (!ret)
+		ret = fi_fabric(s->info->fabric_attr, &s->fabric, NULL);
+	if (!ret)
+		ret = fi_domain(s->fabric, s->info, &s->domain, NULL);
+	if (!ret)
+		ret = fi_av_open(s->domain, &aa, &s->av, NULL);
+	if (!ret)
+		ret = fi_scalable_ep(s->domain, s->info, &s->sep, NULL);
+	if (!ret)
+		ret = fi_scalable_ep_bind(s->sep, &s->av->fid, 0);
+	for (i = 0; i < NEP && !ret; i++)
+		ret = sep_ctx(s, i);
+	return ret ? ret : fi_enable(s->sep);
+}
+
+static int sep_close_ctxs(struct sepside *s)
+{
+	int i, ret = 0;
+
+	for (i = 0; i < NEP; i++) {
+		if (s->tx[i] && fi_close(&s->tx[i]->fid))
+			ret = -1;
+		if (s->rx[i] && fi_close(&s->rx[i]->fid))
+			ret = -1;
+		s->tx[i] = s->rx[i] = NULL;
+	}
+	return ret;
+}
+
+static void sep_close(struct sepside *s)
+{
+	int i;
+
+	sep_close_ctxs(s);
+	if (s->sep)
+		fi_close(&s->sep->fid);
+	for (i = 0; i < NEP; i++) {
+		if (s->txcq[i])
+			fi_close(&s->txcq[i]->fid);
+		if (s->rxcq[i])
+			fi_close(&s->rxcq[i]->fid);
+	}
+	if (s->av)
+		fi_close(&s->av->fid);
+	if (s->domain)
+		fi_close(&s->domain->fid);
+	if (s->fabric)
+		fi_close(&s->fabric->fid);
+	fi_freeinfo(s->info);
+}
+
+/* Receive j of the scalable endpoint: one completion on its own CQ,
+ * the buffer holds the message seeded seed. */
+static bool sep_got(struct sepside *r, struct sepside *s, int j, int k,
+		    int seed)
+{
+	struct fi_cq_tagged_entry e;
+	uint8_t want[LEN];
+	int err;
+
+	fill(want, seed);
+	return cq_wait(r->rxcq[j], &e, s->rxcq[0], &err) &&
+	       e.op_context == &ctx[k] && e.len == LEN &&
+	       !memcmp(rbuf[k], want, LEN);
+}
+
+static void sep_named(struct sepside *r, struct sepside *s, fi_addr_t peer)
+{
+	struct fi_cq_tagged_entry e;
+	int i, j, err, ret = 0, n = 0;
+
+	for (j = 0; j < NEP && !ret; j++) {
+		memset(rbuf[j], 0, LEN);
+		ret = (int)fi_recv(r->rx[j], rbuf[j], LEN, NULL,
+				   FI_ADDR_UNSPEC, &ctx[j]);
+	}
+	/* tx context i to rx context i + 1 */
+	for (i = 0; i < NEP && !ret; i++) {
+		fill(sbuf[i], 70 + i);
+		ret = (int)fi_send(s->tx[i], sbuf[i], LEN, NULL,
+				   fi_rx_addr(peer, (i + 1) % NEP, RX_BITS),
+				   &ctx[i]);
+	}
+	for (j = 0; j < NEP; j++)
+		tap_ok(!ret && sep_got(r, s, j, j, 70 + (j + NEP - 1) % NEP),
+		       "scalable: rx context %d completes on its own CQ with "
+		       "the message fi_rx_addr named it for (%d)", j, ret);
+	for (i = 0; i < NEP; i++) {
+		int got = cq_wait(s->txcq[i], &e, r->txcq[0], &err);
+
+		n += got && e.op_context == &ctx[i];
+	}
+	spin(r->txcq[0], s->rxcq[0], 0.05);
+	for (i = 0; i < NEP; i++)
+		n -= fi_cq_read(s->txcq[i], &e, 1) == 1;
+	tap_ok(n == NEP, "scalable: each tx context's CQ has its own send "
+	       "completion, once (%d)", n);
+}
+
+static void sep_unexpected(struct sepside *r, struct sepside *s,
+			   fi_addr_t peer)
+{
+	struct fi_cq_tagged_entry e;
+	int err = 0, ret;
+
+	fill(sbuf[0], 80);
+	ret = (int)fi_send(s->tx[0], sbuf[0], LEN, NULL,
+			   fi_rx_addr(peer, 2, RX_BITS), NULL);
+	spin(r->txcq[0], s->rxcq[0], 0.3);
+	memset(rbuf[0], 0, LEN);
+	memset(rbuf[2], 0, LEN);
+	if (!ret)
+		ret = (int)fi_recv(r->rx[0], rbuf[0], LEN, NULL,
+				   FI_ADDR_UNSPEC, &ctx[0]);
+	if (!ret)
+		ret = (int)fi_recv(r->rx[2], rbuf[2], LEN, NULL,
+				   FI_ADDR_UNSPEC, &ctx[2]);
+	tap_ok(!ret && sep_got(r, s, 2, 2, 80),
+	       "scalable: a message for rx context 2 that came first takes "
+	       "context 2's receive posted later (%d)", ret);
+	tap_ok(fi_cancel(&r->rx[0]->fid, &ctx[0]) == 0 &&
+	       !cq_wait(r->rxcq[0], &e, NULL, &err) && err == FI_ECANCELED,
+	       "scalable: context 0's receive stayed posted, then canceled "
+	       "on its CQ (err %d)", err);
+	cq_wait(s->txcq[0], &e, NULL, &err);
+}
+
+static void sep_tagged(struct sepside *r, struct sepside *s, fi_addr_t peer)
+{
+	struct fi_cq_tagged_entry e;
+	int err, ret;
+
+	memset(rbuf[1], 0, LEN);
+	ret = (int)fi_trecv(r->rx[1], rbuf[1], LEN, NULL, FI_ADDR_UNSPEC, 7,
+			    0, &ctx[1]);
+	fill(sbuf[2], 90);
+	if (!ret)
+		ret = (int)fi_tsend(s->tx[2], sbuf[2], LEN, NULL,
+				    fi_rx_addr(peer, 1, RX_BITS), 7, NULL);
+	tap_ok(!ret && sep_got(r, s, 1, 1, 90),
+	       "scalable: a tagged message to rx context 1 (%d)", ret);
+	cq_wait(s->txcq[2], &e, NULL, &err);
+}
+
+/* A header naming a context the receiver does not have: refused, no
+ * receive of any context completes. */
+static void sep_bad_index(struct sepside *r, struct sepside *s,
+			  fi_addr_t peer)
+{
+	struct fi_cq_tagged_entry e;
+	int j, n = 0, ret;
+
+	for (j = 0; j < NEP; j++)
+		fi_recv(r->rx[j], rbuf[j], LEN, NULL, FI_ADDR_UNSPEC, &ctx[j]);
+	ret = (int)fi_send(s->tx[0], sbuf[0], LEN, NULL,
+			   fi_rx_addr(peer, NEP, RX_BITS), NULL);
+	spin(r->txcq[0], s->rxcq[0], 0.5);
+	for (j = 0; j < NEP; j++)
+		n += fi_cq_read(r->rxcq[j], &e, 1) == 1;
+	tap_ok(!ret && !n, "scalable: a message for rx context %d of %d is "
+	       "refused: no receive completes (%d)", NEP, NEP, n);
+}
+
+static void test_sep(void)
+{
+	struct sepside r, s;
+	struct fid_ep *x = NULL;
+	struct sockaddr_in name;
+	size_t len = sizeof(name);
+	fi_addr_t peer = FI_ADDR_NOTAVAIL;
+	int ret;
+
+	test_sep_getinfo();
+	ret = sep_open(&r);
+	if (!ret)
+		ret = sep_open(&s);
+	if (!ret)
+		ret = fi_getname(&r.sep->fid, &name, &len);
+	if (!ret)
+		ret = fi_av_insert(s.av, &name, 1, &peer, 0, NULL) == 1 ? 0 : -1;
+	tap_ok(!ret, "scalable: two endpoints of %d tx and rx contexts open "
+	       "(%d)", NEP, ret);
+	if (ret)
+		exit(1);
+	tap_ok(fi_tx_context(r.sep, NEP, NULL, &x, NULL) == -FI_EINVAL &&
+	       fi_rx_context(r.sep, 0, NULL, &x, NULL) == -FI_EBUSY &&
+	       fi_send(r.sep, sbuf[0], LEN, NULL, peer, NULL) == -FI_ENOSYS,
+	       "scalable: context %d does not exist, context 0 twice is "
+	       "-FI_EBUSY, the endpoint itself sends nothing", NEP);
+	sep_named(&r, &s, peer);
+	sep_unexpected(&r, &s, peer);
+	sep_tagged(&r, &s, peer);
+	sep_bad_index(&r, &s, peer);
+	ret = fi_close(&r.sep->fid);
+	tap_ok(ret == -FI_EBUSY && !sep_close_ctxs(&r) &&
+	       !fi_close(&r.sep->fid),
+	       "scalable: the endpoint closes after its contexts (%d)", ret);
+	r.sep = NULL;
+	sep_close(&s);
+	sep_close(&r);
+}
+
 int main(void)
 {
 	test_getinfo();
 	test_rdm();
 	test_dgram();
 	test_msg();
+	test_sep();
 	printf("1..%d\n", tap_n);
 	return tap_failed ? 1 : 0;
 }
