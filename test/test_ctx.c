@@ -903,7 +903,8 @@ static void test_sep(void)
 	if (!ret)
 		ret = fi_getname(&r.sep->fid, &name, &len);
 	if (!ret)
-		ret = fi_av_insert(s.av, &name, 1, &peer, 0, NULL) == 1 ? 0 : -1;
+		ret = fi_av_insert(s.av, &name, 1, &peer, 0, NULL) == 1 ? 0 :
+									 -1;
 	tap_ok(!ret, "scalable: two endpoints of %d tx and rx contexts open "
 	       "(%d)", NEP, ret);
 	if (ret)

@@ -335,8 +335,9 @@ size_t iwarp_dgram_rx_waiting(const struct iwarp_dgram_ep *ep)
 }
 
 /* The receive a datagram goes to, or NULL. */
-static struct iwarp_dgram_rx *iwarp_dgram_match_own(struct iwarp_dgram_ep *ep,
-						    const struct iwarp_dgram_hdr *h)
+static struct iwarp_dgram_rx *
+iwarp_dgram_match_own(struct iwarp_dgram_ep *ep,
+		      const struct iwarp_dgram_hdr *h)
 {
 	struct iwarp_list *e;
 

@@ -153,8 +153,9 @@ static struct iwarp_rdm_rx *iwarp_rdm_srx_take(struct iwarp_rdm_ep *ep,
 					       fi_addr_t from)
 {
 	struct iwarp_rdm_srx_want w = { h, from, ep->directed };
-	struct iwarp_rdm_ctx *c = ep->sep ? ep->sep->rx[IWARP_RDM_RXC(h->flags)] :
-					    NULL;
+	/* the receiver checked the index (rdm_recv.c) */
+	struct iwarp_rdm_ctx *c =
+		ep->sep ? ep->sep->rx[IWARP_RDM_RXC(h->flags)] : NULL;
 	struct iwarp_srx *q = c ? &c->q : ep->base.srx;
 	struct iwarp_srx_rx *s;
 	struct iwarp_rdm_rx *rx;
@@ -918,7 +919,8 @@ static ssize_t iwarp_rdm_tsendv(struct fid_ep *e, const struct iovec *iov,
 				void **desc, size_t count, fi_addr_t dest,
 				uint64_t tag, void *ctx)
 {
-	return iwarp_rdm_send_common(RDM(e), NULL, iov, count, dest, tag, 0, ctx,
+	return iwarp_rdm_send_common(RDM(e), NULL,
+				     iov, count, dest, tag, 0, ctx,
 				     RDM(e)->base.tx_op_flags, true);
 }
 
@@ -946,7 +948,8 @@ static ssize_t iwarp_rdm_tsenddata(struct fid_ep *e, const void *buf,
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return iwarp_rdm_send_common(RDM(e), NULL, &iov, 1, dest, tag, data, ctx,
+	return iwarp_rdm_send_common(RDM(e), NULL,
+				     &iov, 1, dest, tag, data, ctx,
 				     RDM(e)->base.tx_op_flags | FI_REMOTE_CQ_DATA,
 				     true);
 }
@@ -957,7 +960,8 @@ static ssize_t iwarp_rdm_tinjectdata(struct fid_ep *e, const void *buf,
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return iwarp_rdm_send_common(RDM(e), NULL, &iov, 1, dest, tag, data, NULL,
+	return iwarp_rdm_send_common(RDM(e), NULL,
+				     &iov, 1, dest, tag, data, NULL,
 				     FI_INJECT | IWARP_INJECT_CALL |
 					     FI_REMOTE_CQ_DATA, true);
 }
