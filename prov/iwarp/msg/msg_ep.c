@@ -35,6 +35,11 @@ static void iwarp_ep_poll_info(struct iwarp_pollable *p, int *fd,
 	if (ep->auth && ep->auth->deadline &&
 	    (!*deadline || ep->auth->deadline < *deadline))
 		*deadline = ep->auth->deadline;
+	/* a stream waiting for a receive polls nothing: when the shared
+	 * context has one, it is due now */
+	if (ep->base.srx && ep->base.srx->nposted && ep->qp &&
+	    iw_qp_rx_waiting(ep->qp))
+		*deadline = iw_now_ms();
 }
 
 /* ---- enable, bind */
