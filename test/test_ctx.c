@@ -672,6 +672,28 @@ static struct fi_info *sep_hints(enum fi_ep_type type)
 	return h;
 }
 
+/* Contexts carry no RMA: an RMA entry offers none (Open MPI's btl ofi
+ * opens a scalable endpoint whenever max_ep_tx_ctx is above 1). */
+static void test_sep_rma(void)
+{
+	struct fi_info *h = hints_new(FI_EP_RDM, false), *fi = NULL;
+	int ret, ret2;
+
+	h->caps = FI_MSG | FI_RMA | FI_ATOMIC;
+	ret = fi_getinfo(API, "127.0.0.1", NULL, FI_SOURCE, h, &fi);
+	ret = ret ? ret : fi->domain_attr->max_ep_tx_ctx != 1 ||
+			  fi->domain_attr->max_ep_rx_ctx != 1;
+	fi_freeinfo(fi);
+	fi = NULL;
+	h->ep_attr->rx_ctx_cnt = 2;
+	ret2 = fi_getinfo(API, "127.0.0.1", NULL, FI_SOURCE, h, &fi);
+	tap_ok(!ret && ret2 == -FI_ENODATA,
+	       "RDM with RMA and atomics: one context per endpoint, 2 rx "
+	       "contexts -> ENODATA (%d, %d)", ret, ret2);
+	fi_freeinfo(fi);
+	fi_freeinfo(h);
+}
+
 static void test_sep_getinfo(void)
 {
 	struct fi_info *h = sep_hints(FI_EP_RDM), *fi = NULL;
@@ -691,6 +713,7 @@ static void test_sep_getinfo(void)
 	tap_ok(ret == -FI_ENODATA, "MSG: no scalable endpoint (%d)", ret);
 	fi_freeinfo(fi);
 	fi_freeinfo(h);
+	test_sep_rma();
 }
 
 static int sep_ctx(struct sepside *s, int i)

@@ -295,10 +295,6 @@ static void iwarp_defaults_rdm(struct fi_info *fi, uint32_t version)
 	fi->domain_attr->av_type = iwarp_api_v2(version) ? FI_AV_TABLE :
 							  FI_AV_MAP;
 	fi->domain_attr->caps |= FI_SHARED_AV;
-	/* scalable endpoints (rdm/rdm_sep.c): the header names one of
-	 * IWARP_RDM_RXC_MAX rx contexts */
-	fi->domain_attr->max_ep_tx_ctx = IWARP_RDM_RXC_MAX;
-	fi->domain_attr->max_ep_rx_ctx = IWARP_RDM_RXC_MAX;
 }
 
 /* DGRAM: one datagram per message, sent at once (so any size is
@@ -887,6 +883,30 @@ static int iwarp_narrow(struct fi_info *fi, uint32_t version,
 }
 
 /*
+ * Scalable RDM endpoints (rdm/rdm_sep.c; the header names one of
+ * IWARP_RDM_RXC_MAX rx contexts), offered only to an entry whose caps
+ * their contexts carry: Open MPI's btl ofi opens a scalable endpoint
+ * for RMA and atomics whenever max_ep_tx_ctx is above 1.
+ */
+#define IWARP_RDM_SEP_NOT (IWARP_KEYED_CAPS | FI_MULTI_RECV | FI_TRIGGER)
+
+static int iwarp_narrow_sep(struct fi_info *fi)
+{
+	struct fi_ep_attr *ep = fi->ep_attr;
+	bool sep = !(fi->caps & IWARP_RDM_SEP_NOT);
+	size_t n = sep ? IWARP_RDM_RXC_MAX : 1;
+
+	fi->domain_attr->max_ep_tx_ctx = n;
+	fi->domain_attr->max_ep_rx_ctx = n;
+	if ((ep->tx_ctx_cnt == FI_SHARED_CONTEXT || ep->tx_ctx_cnt <= n) &&
+	    (ep->rx_ctx_cnt == FI_SHARED_CONTEXT || ep->rx_ctx_cnt <= n))
+		return 0;
+	iwarp_reject("contexts of a scalable endpoint carry no RMA, atomics, "
+		     "multi-receive or triggered operations\n");
+	return -FI_ENODATA;
+}
+
+/*
  * fi_endpoint(3) 2.x: comp_order is kept for 1.x and should be 0. The
  * hints were checked against what we do, so an order still asked for
  * is echoed.
@@ -911,6 +931,8 @@ int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
 		return -FI_ENOMEM;
 	iwarp_defaults(fi, version, type);
 	ret = hints ? iwarp_narrow(fi, version, hints) : 0;
+	if (!ret && type == FI_EP_RDM)
+		ret = iwarp_narrow_sep(fi);
 	if (ret) {
 		fi_freeinfo(fi);
 		return ret;

@@ -575,7 +575,8 @@ static int iwarp_rdm_sep_alloc(struct iwarp_rdm_ep *ep,
 	return 0;
 }
 
-/* What the contexts carry: messages and tagged messages. */
+/* What the contexts carry: messages and tagged messages (fi_getinfo
+ * offers contexts to such entries only). */
 #define IWARP_RDM_SEP_NOT (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | \
 			   FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV | \
 			   FI_TRIGGER)
