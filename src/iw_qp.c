@@ -402,6 +402,11 @@ int iw_qp_set_imm(struct iw_qp *qp, bool on)
 	return 0;
 }
 
+bool iw_qp_rx_waiting(const struct iw_qp *qp)
+{
+	return iw_rx_stalled(qp);
+}
+
 uint32_t iw_qp_sq_free(const struct iw_qp *qp)
 {
 	return qp->sq_size - (qp->sq_tail - qp->sq_head);

@@ -428,7 +428,10 @@ static const char *entry_attrs_ok(const struct fi_info *fi)
 	EXPECT(fi->ep_attr->max_msg_size == 0xffffffffULL);
 	EXPECT(fi->ep_attr->msg_prefix_size ==
 	       (fi->mode & FI_MSG_PREFIX ? 8 : 0));
-	EXPECT(fi->ep_attr->tx_ctx_cnt == 1 && fi->ep_attr->rx_ctx_cnt == 1);
+	/* FI_SHARED_CONTEXT comes back when asked for */
+	EXPECT((fi->ep_attr->tx_ctx_cnt == 1 ||
+		fi->ep_attr->tx_ctx_cnt == FI_SHARED_CONTEXT) &&
+	       fi->ep_attr->rx_ctx_cnt == 1);
 	EXPECT(!(fi->mode & ~MSG_MODES) && fi->domain_attr->mode == 0);
 	EXPECT(fi->tx_attr->mode == (fi->mode & FI_MSG_PREFIX) &&
 	       fi->rx_attr->mode == fi->mode);
@@ -566,7 +569,8 @@ static const char *want_defaults(const struct fi_info *fi)
 	EXPECT(fi->domain_attr->mr_iov_limit == 1);
 	EXPECT(fi->domain_attr->mr_cnt == 1 << 20);
 	EXPECT(fi->domain_attr->max_ep_tx_ctx == 1);
-	EXPECT(fi->domain_attr->max_ep_stx_ctx == 0);
+	EXPECT(fi->domain_attr->max_ep_stx_ctx == 1);
+	EXPECT(fi->domain_attr->max_ep_srx_ctx == 1);
 	EXPECT(fi->domain_attr->av_type == FI_AV_UNSPEC);
 	EXPECT(fi->tx_attr->comp_order == COMP_ORDER);
 	EXPECT(fi->rx_attr->comp_order == COMP_ORDER);
@@ -1163,9 +1167,10 @@ static const struct gi_case cases[] = {
 	{ "max_order_raw_size 2^32 -> ENODATA",
 	  .h = { .max_order_raw_size = 1ULL << 32 }, .expect = -FI_ENODATA },
 	{ "ep tx_ctx_cnt 1", .h = { .ep_tx_ctx = 1, .ep_rx_ctx = 1 } },
-	{ "ep tx_ctx_cnt FI_SHARED_CONTEXT -> ENODATA",
-	  .h = { .ep_tx_ctx = FI_SHARED_CONTEXT }, .expect = -FI_ENODATA },
-	{ "ep rx_ctx_cnt 2 -> ENODATA", .h = { .ep_rx_ctx = 2 },
+	{ "ep tx_ctx_cnt FI_SHARED_CONTEXT",
+	  .h = { .ep_tx_ctx = FI_SHARED_CONTEXT } },
+	/* RDM's scalable endpoints have up to 32 contexts */
+	{ "ep rx_ctx_cnt 33 -> ENODATA", .h = { .ep_rx_ctx = 33 },
 	  .expect = -FI_ENODATA },
 	{ "ep auth_key_size 8 -> ENODATA", .h = { .ep_auth_key_size = 8 },
 	  .expect = -FI_ENODATA },

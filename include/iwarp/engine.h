@@ -383,6 +383,9 @@ int iw_qp_set_atomics(struct iw_qp *qp, bool on);
  * wait_for_recv it waits, like a Send, until a receive is posted.
  */
 int iw_qp_set_imm(struct iw_qp *qp, bool on);
+/* A Send or Immediate Data waits for a receive (wait_for_recv): the
+ * stream is read no further until one is posted. */
+bool iw_qp_rx_waiting(const struct iw_qp *qp);
 /* Send queue entries free now: a layer posting several work requests
  * that must go together checks first. */
 uint32_t iw_qp_sq_free(const struct iw_qp *qp);

@@ -581,6 +581,7 @@ int iwarp_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 #define IWARP_RDMA_DEPTH 16	/* IRD and ORD asked for */
 
 #include "iwarp_ep_base.h"
+#include "iwarp_ctx.h"
 
 /* FI_EP_MSG (msg/): active and passive endpoints. */
 int iwarp_msg_open(struct fid_domain *domain, struct fi_info *info,

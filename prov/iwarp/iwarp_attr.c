@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "dgram/dgram_wire.h"
+#include "rdm/rdm_wire.h"
 
 /*
  * Limits of the engine; queue depth, iov and inject limits come from
@@ -56,9 +57,10 @@
 #define IWARP_RDM_CAPS	(FI_MSG | FI_TAGGED | IWARP_MSG_DIR | \
 			 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV | \
 			 IWARP_RMA_CAPS | FI_ATOMIC | IWARP_COMM_CAPS | \
-			 FI_SHARED_AV | FI_TRIGGER)
+			 FI_SHARED_AV | FI_TRIGGER | FI_NAMED_RX_CTX)
 #define IWARP_RDM_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | \
-			   FI_ATOMIC | FI_READ | FI_WRITE | FI_TRIGGER)
+			   FI_ATOMIC | FI_READ | FI_WRITE | FI_TRIGGER | \
+			   FI_NAMED_RX_CTX)
 #define IWARP_RDM_RX_CAPS (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | \
 			   FI_SOURCE | FI_MULTI_RECV | FI_RMA | FI_ATOMIC | \
 			   FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT)
@@ -231,8 +233,9 @@ static void iwarp_defaults_domain(struct fi_domain_attr *d)
 	d->rx_ctx_cnt = IWARP_EP_CNT;
 	d->max_ep_tx_ctx = 1;
 	d->max_ep_rx_ctx = 1;
-	d->max_ep_stx_ctx = 0;
-	d->max_ep_srx_ctx = 0;
+	/* fi_stx_context, fi_srx_context (iwarp_ctx.h) */
+	d->max_ep_stx_ctx = 1;
+	d->max_ep_srx_ctx = 1;
 	d->cntr_cnt = IWARP_CNTR_CNT;
 	d->mr_iov_limit = 1;
 	d->mr_cnt = IWARP_MR_CNT;
@@ -369,10 +372,15 @@ static const struct iwarp_limit iwarp_ep_limits[] = {
 	IWARP_LIMIT(struct fi_ep_attr, max_order_raw_size),
 	IWARP_LIMIT(struct fi_ep_attr, max_order_war_size),
 	IWARP_LIMIT(struct fi_ep_attr, max_order_waw_size),
-	/* FI_SHARED_CONTEXT is SIZE_MAX: shared contexts fail here too */
-	IWARP_LIMIT(struct fi_ep_attr, tx_ctx_cnt),
-	IWARP_LIMIT(struct fi_ep_attr, rx_ctx_cnt),
 };
+
+/* Contexts of the endpoint's own up to ours, or FI_SHARED_CONTEXT. */
+static bool iwarp_ctx_cnt_ok(const char *what, size_t h, size_t ours)
+{
+	if (h == FI_SHARED_CONTEXT || h <= ours)
+		return true;
+	return iwarp_reject("ep_attr %s %zu exceeds %zu\n", what, h, ours);
+}
 
 /* A job key in hints: both the octets and their count, at most
  * IWARP_AUTH_KEY_MAX of them (iwarp_auth.h). */
@@ -392,6 +400,9 @@ static bool iwarp_key_hint_ok(const char *what, const uint8_t *key,
 static bool iwarp_ep_hints_ok(const struct fi_ep_attr *h,
 			      const struct fi_ep_attr *ours)
 {
+	/* scalable endpoints: RDM only */
+	size_t nctx = ours->type == FI_EP_RDM ? IWARP_RDM_RXC_MAX : 1;
+
 	if (h->type != FI_EP_UNSPEC && h->type != ours->type)
 		return iwarp_reject("ep_type %d: not this entry's %d\n",
 				    h->type, ours->type);
@@ -402,7 +413,9 @@ static bool iwarp_ep_hints_ok(const struct fi_ep_attr *h,
 		return iwarp_reject("protocol_version %u: only up to %u\n",
 				    h->protocol_version,
 				    ours->protocol_version);
-	if (!iwarp_key_hint_ok("ep", h->auth_key, h->auth_key_size))
+	if (!iwarp_key_hint_ok("ep", h->auth_key, h->auth_key_size) ||
+	    !iwarp_ctx_cnt_ok("tx_ctx_cnt", h->tx_ctx_cnt, nctx) ||
+	    !iwarp_ctx_cnt_ok("rx_ctx_cnt", h->rx_ctx_cnt, nctx))
 		return false;
 	return iwarp_limits_ok("ep_attr", h, ours, iwarp_ep_limits,
 			       IWARP_NLIMITS(iwarp_ep_limits));
@@ -578,7 +591,7 @@ static uint64_t iwarp_caps_expand(uint64_t caps, uint64_t avail)
  */
 static uint64_t iwarp_tx_half(uint64_t caps)
 {
-	uint64_t tx = caps & (FI_SEND | FI_READ | FI_WRITE);
+	uint64_t tx = caps & (FI_SEND | FI_READ | FI_WRITE | FI_NAMED_RX_CTX);
 
 	if (caps & FI_SEND)
 		tx |= caps & (FI_MSG | FI_TAGGED);
@@ -742,12 +755,24 @@ static void iwarp_narrow_ep(struct fi_ep_attr *ep, const struct fi_ep_attr *h,
 		ep->max_order_waw_size = h->max_order_waw_size;
 }
 
+/* FI_SHARED_CONTEXT, or fewer contexts, come back as asked. */
+static void iwarp_narrow_ctx_cnt(struct fi_ep_attr *ep,
+				 const struct fi_ep_attr *h)
+{
+	if (h->tx_ctx_cnt)
+		ep->tx_ctx_cnt = h->tx_ctx_cnt;
+	if (h->rx_ctx_cnt)
+		ep->rx_ctx_cnt = h->rx_ctx_cnt;
+}
+
 static void iwarp_narrow_attrs(struct fi_info *fi, const struct fi_info *hints)
 {
 	if (hints->domain_attr)
 		iwarp_narrow_domain(fi->domain_attr, hints->domain_attr);
-	if (hints->ep_attr)
+	if (hints->ep_attr) {
 		iwarp_narrow_ep(fi->ep_attr, hints->ep_attr, fi->caps);
+		iwarp_narrow_ctx_cnt(fi->ep_attr, hints->ep_attr);
+	}
 	if (hints->tx_attr) {
 		fi->tx_attr->op_flags = hints->tx_attr->op_flags;
 		iwarp_limits_echo(fi->tx_attr, hints->tx_attr, iwarp_tx_limits,
@@ -867,6 +892,30 @@ static int iwarp_narrow(struct fi_info *fi, uint32_t version,
 }
 
 /*
+ * Scalable RDM endpoints (rdm/rdm_sep.c; the header names one of
+ * IWARP_RDM_RXC_MAX rx contexts), offered only to an entry whose caps
+ * their contexts carry: Open MPI's btl ofi opens a scalable endpoint
+ * for RMA and atomics whenever max_ep_tx_ctx is above 1.
+ */
+#define IWARP_RDM_SEP_NOT (IWARP_KEYED_CAPS | FI_MULTI_RECV | FI_TRIGGER)
+
+static int iwarp_narrow_sep(struct fi_info *fi)
+{
+	struct fi_ep_attr *ep = fi->ep_attr;
+	bool sep = !(fi->caps & IWARP_RDM_SEP_NOT);
+	size_t n = sep ? IWARP_RDM_RXC_MAX : 1;
+
+	fi->domain_attr->max_ep_tx_ctx = n;
+	fi->domain_attr->max_ep_rx_ctx = n;
+	if ((ep->tx_ctx_cnt == FI_SHARED_CONTEXT || ep->tx_ctx_cnt <= n) &&
+	    (ep->rx_ctx_cnt == FI_SHARED_CONTEXT || ep->rx_ctx_cnt <= n))
+		return 0;
+	iwarp_reject("contexts of a scalable endpoint carry no RMA, atomics, "
+		     "multi-receive or triggered operations\n");
+	return -FI_ENODATA;
+}
+
+/*
  * fi_endpoint(3) 2.x: comp_order is kept for 1.x and should be 0. The
  * hints were checked against what we do, so an order still asked for
  * is echoed.
@@ -923,6 +972,8 @@ int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
 	ret = hints ? iwarp_narrow(fi, version, hints) : 0;
 	if (!ret && type == FI_EP_MSG)
 		ret = iwarp_narrow_tagged(fi, hints);
+	if (!ret && type == FI_EP_RDM)
+		ret = iwarp_narrow_sep(fi);
 	if (ret) {
 		fi_freeinfo(fi);
 		return ret;

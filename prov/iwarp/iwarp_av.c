@@ -965,8 +965,9 @@ static int iwarp_av_check_attr(const struct fi_av_attr *attr)
 		return -FI_EBADFLAGS;
 	if ((attr->flags & FI_READ) && !attr->name)
 		return -FI_EINVAL;
-	if (attr->rx_ctx_bits)
-		return -FI_ENOSYS;
+	if (attr->rx_ctx_bits < 0 ||
+	    attr->rx_ctx_bits > IWARP_AV_RX_CTX_BITS_MAX)
+		return -FI_EINVAL;
 	return 0;
 }
 
@@ -1000,6 +1001,7 @@ int iwarp_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 	if (!av)
 		return -FI_ENOMEM;
 	av->dom = dom;
+	av->rx_ctx_bits = attr->rx_ctx_bits;
 	av->fab = dom->fabric;
 	ret = iwarp_av_init_tab(av, attr);
 	if (ret) {

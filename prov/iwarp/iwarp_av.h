@@ -23,6 +23,8 @@ struct iwarp_av_entry {
  * address family are accepted; fi_av_insert reads them packed at a
  * stride of that family's sockaddr size (what fi_getname returns).
  */
+#define IWARP_AV_RX_CTX_BITS_MAX 5	/* RDM's 32 rx contexts */
+
 struct iwarp_av {
 	struct fid_av av_fid;
 	struct iwarp_domain *dom;
@@ -35,6 +37,9 @@ struct iwarp_av {
 	size_t hcap;			/* power of two, >= 2 * cap */
 	size_t free_hint;		/* no unused index below it */
 	uint64_t gen;			/* changes with every entry */
+	/* fi_rx_addr: top bits of an fi_addr_t naming a scalable
+	 * endpoint's rx context (up to IWARP_AV_RX_CTX_BITS_MAX) */
+	int rx_ctx_bits;
 	sa_family_t family;		/* the domain's, AF_INET or AF_INET6 */
 	socklen_t addrlen;		/* its sockaddr size: insert stride */
 	atomic_int ref;			/* bound endpoints */

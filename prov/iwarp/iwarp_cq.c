@@ -92,6 +92,9 @@ int iwarp_cq_write(struct iwarp_cq *cq, void *context, uint64_t flags,
 {
 	size_t i;
 
+	/* a scalable endpoint's own completions, or a closed context's */
+	if (!cq)
+		return 0;
 	if (cq->count == cq->cap && iwarp_cq_grow(cq)) {
 		FI_WARN(&iwarp_prov, FI_LOG_CQ, "completion lost: no memory\n");
 		return -FI_ENOMEM;
@@ -120,6 +123,8 @@ int iwarp_cq_write_err(struct iwarp_cq *cq, void *context, uint64_t flags,
 	struct iwarp_cq_err *e;
 	char *copy = NULL;
 
+	if (!cq)
+		return 0;
 	if (err_data_size) {
 		copy = malloc(err_data_size);
 		if (!copy)

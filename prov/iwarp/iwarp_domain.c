@@ -26,22 +26,13 @@ static int iwarp_domain_close(struct fid *fid)
 	return 0;
 }
 
-static int iwarp_no_endpoint(struct fid_domain *domain, struct fi_info *info,
-			     struct fid_ep **ep, void *context)
+/* Scalable endpoints: RDM only (rdm/rdm_sep.c). */
+static int iwarp_scalable_open(struct fid_domain *domain, struct fi_info *info,
+			       struct fid_ep **sep, void *context)
 {
-	return -FI_ENOSYS;
-}
-
-static int iwarp_no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
-			    struct fid_stx **stx, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int iwarp_no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
-			    struct fid_ep **rx_ep, void *context)
-{
-	return -FI_ENOSYS;
+	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
+		return -FI_ENOSYS;
+	return iwarp_rdm_scalable_open(domain, info, sep, context);
 }
 
 static int iwarp_no_query_collective(struct fid_domain *domain,
@@ -106,11 +97,11 @@ static struct fi_ops_domain iwarp_domain_ops = {
 	.av_open = iwarp_av_open,
 	.cq_open = iwarp_cq_open,
 	.endpoint = iwarp_endpoint_open,
-	.scalable_ep = iwarp_no_endpoint,
+	.scalable_ep = iwarp_scalable_open,
 	.cntr_open = iwarp_cntr_open,
 	.poll_open = iwarp_poll_open,
-	.stx_ctx = iwarp_no_stx_ctx,
-	.srx_ctx = iwarp_no_srx_ctx,
+	.stx_ctx = iwarp_stx_open,
+	.srx_ctx = iwarp_srx_open,
 	.query_atomic = iwarp_query_atomic,
 	.query_collective = iwarp_no_query_collective,
 	.endpoint2 = iwarp_no_endpoint2,

@@ -23,6 +23,7 @@ int iwarp_ep_base_init(struct iwarp_ep_base *b,
 	b->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	b->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 	b->min_multi_recv = 64;	/* fi_endpoint(3): provider's choice */
+	iwarp_list_init(&b->srx_link);
 	b->ep_fid.fid.fclass = FI_CLASS_EP;
 	b->ep_fid.fid.context = context;
 	atomic_fetch_add(&dom->ref, 1);
@@ -49,6 +50,7 @@ void iwarp_ep_base_fini(struct iwarp_ep_base *b)
 	iwarp_ep_base_put_cntr(&b->cntr_read);
 	iwarp_ep_base_put_cntr(&b->cntr_rwrite);
 	iwarp_ep_base_put_cntr(&b->cntr_rread);
+	iwarp_ctx_unbind(b);
 	atomic_fetch_sub(&b->dom->ref, 1);
 	fi_freeinfo(b->info);
 	b->info = NULL;
@@ -120,6 +122,9 @@ int iwarp_ep_base_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		return iwarp_ep_base_bind_cq(b, iwarp_cq_of(bfid), flags);
 	case FI_CLASS_CNTR:
 		return iwarp_ep_base_bind_cntr(b, iwarp_cntr_of(bfid), flags);
+	case FI_CLASS_SRX_CTX:
+	case FI_CLASS_STX_CTX:
+		return iwarp_ctx_bind(b, bfid);
 	default:
 		return b->type->bind ? b->type->bind(b, bfid, flags) :
 				       -FI_EINVAL;

@@ -10,6 +10,7 @@
 #define IWARP_EP_BASE_H
 
 struct iwarp_ep_base;
+struct iwarp_srx_rx;
 
 /* FI_OPT_ENDPOINT options a type offers (iwarp_ep_type.opts). */
 #define IWARP_OPT_CM_DATA_SIZE	(1u << 0)
@@ -25,6 +26,10 @@ struct iwarp_ep_type {
 	int (*bind)(struct iwarp_ep_base *b, struct fid *bfid,
 		    uint64_t flags);
 	int (*enable)(struct iwarp_ep_base *b);		/* FI_ENABLE */
+	/* Lock held: take a receive posted to the bound shared receive
+	 * context now, if the endpoint has a use for it (iwarp_ctx.h);
+	 * NULL: the type binds no shared receive context */
+	bool (*srx_offer)(struct iwarp_ep_base *b, struct iwarp_srx_rx *rx);
 };
 
 struct iwarp_ep_base {
@@ -42,6 +47,9 @@ struct iwarp_ep_base {
 	uint64_t tx_op_flags, rx_op_flags;
 	bool enabled;
 	size_t min_multi_recv;		/* FI_OPT_MIN_MULTI_RECV */
+	struct iwarp_srx *srx;		/* shared receive context, or NULL */
+	struct iwarp_list srx_link;	/* in srx->eps */
+	struct iwarp_stx *stx;		/* shared transmit context, or NULL */
 };
 
 static inline struct iwarp_ep_base *iwarp_ep_base_of(struct fid *fid)

@@ -13,6 +13,8 @@
 #define IWARP_RDM_EAGER_MAX 262144
 #define IWARP_RDM_EAGER_DEFAULT 65536
 
+int iwarp_rdm_scalable_open(struct fid_domain *domain, struct fi_info *info,
+			    struct fid_ep **sep, void *context);
 int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
 		   struct fid_ep **ep, void *context);
 

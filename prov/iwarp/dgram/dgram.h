@@ -94,5 +94,9 @@ extern struct fi_ops_tagged iwarp_dgram_tagged_ops;
 void iwarp_dgram_progress(struct iwarp_pollable *p);
 /* Lock held: posted receives leave with FI_ECANCELED (fi_cancel). */
 int iwarp_dgram_cancel_rx(struct iwarp_dgram_ep *ep, void *context);
+/* Shared receive context, lock held: iwarp_ep_type.srx_offer, and the
+ * receives the endpoint may fill (its own and the context's). */
+bool iwarp_dgram_srx_offer(struct iwarp_ep_base *b, struct iwarp_srx_rx *s);
+size_t iwarp_dgram_rx_waiting(const struct iwarp_dgram_ep *ep);
 
 #endif /* IWARP_DGRAM_H */

@@ -11,6 +11,7 @@
  */
 #include "dgram.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* What fi_send & co. accept in flags; FI_DELIVERY_COMPLETE and FI_FENCE
@@ -193,8 +194,8 @@ ssize_t iwarp_dgram_recv(struct iwarp_dgram_ep *ep,
 	struct iovec v[IWARP_IOV_MAX];
 	struct iwarp_dgram_rx *rx;
 
-	if (iwarp_dgram_unprefix(ep, op, v))
-		return -FI_EINVAL;
+	if (iwarp_dgram_unprefix(ep, op, v) || ep->base.srx)
+		return -FI_EINVAL;	/* srx: receives go to it */
 	if (!ep->base.enabled)
 		return -FI_EOPBADSTATE;
 	if (op->flags & ~(uint64_t)IWARP_DGRAM_RX_FLAGS)
@@ -261,9 +262,82 @@ int iwarp_dgram_cancel_rx(struct iwarp_dgram_ep *ep, void *context)
 
 /* ---- receive: progress */
 
+/* ---- shared receive context (iwarp_ctx.h), lock held */
+
+/* Posts s, taken from the shared context, as the endpoint's own; false
+ * when the endpoint has no room left (s stays the caller's). */
+static bool iwarp_dgram_srx_post(struct iwarp_dgram_ep *ep,
+				 const struct iwarp_srx_rx *s)
+{
+	struct iwarp_dgram_op op = {
+		.iov = s->iov, .count = s->count, .tag = s->tag,
+		.ignore = s->ignore, .context = s->context,
+		.flags = s->flags, .tagged = s->tagged,
+	};
+	struct iovec v[IWARP_IOV_MAX];
+	struct iwarp_dgram_rx *rx;
+
+	if (iwarp_list_empty(&ep->free_rx))
+		return false;
+	if (iwarp_dgram_unprefix(ep, &op, v)) {
+		if (ep->base.rx_cq)
+			iwarp_cq_write_err(ep->base.rx_cq, s->context,
+					   FI_RECV | FI_MSG, 0, NULL, 0, 0,
+					   FI_EINVAL, 0, NULL, 0, 0);
+		return true;
+	}
+	rx = iwarp_container_of(ep->free_rx.next, struct iwarp_dgram_rx, link);
+	iwarp_list_del(&rx->link);
+	iwarp_dgram_rx_fill(ep, rx, &op);
+	iwarp_list_add_tail(op.tagged ? &ep->posted_tagged : &ep->posted_msg,
+			    &rx->link);
+	ep->nposted++;
+	return true;
+}
+
+/* A datagram with no receive of the endpoint's own takes the first
+ * matching one of the shared context. */
+static bool iwarp_dgram_srx_pull(struct iwarp_dgram_ep *ep,
+				 const struct iwarp_dgram_hdr *h)
+{
+	struct iwarp_srx_rx *s;
+
+	if (h->flags & IWARP_DGRAM_F_TAG)
+		s = iwarp_srx_take(ep->base.srx, iwarp_srx_match_tag, &h->tag);
+	else
+		s = iwarp_srx_take(ep->base.srx, iwarp_srx_match_msg, NULL);
+	if (!s)
+		return false;
+	if (!iwarp_dgram_srx_post(ep, s)) {
+		iwarp_srx_untake(ep->base.srx, s);
+		return false;
+	}
+	free(s);
+	return true;
+}
+
+/* Datagrams match nothing that is not posted yet: a receive of the
+ * shared context waits for the next one; fd waiters learn it counts. */
+bool iwarp_dgram_srx_offer(struct iwarp_ep_base *b, struct iwarp_srx_rx *s)
+{
+	struct iwarp_dgram_ep *ep = iwarp_container_of(b, struct iwarp_dgram_ep,
+						       base);
+
+	if (!ep->nposted)
+		iwarp_dgram_rx_armed(ep);
+	return false;
+}
+
+/* Receives waiting for this endpoint, its own or shared. */
+size_t iwarp_dgram_rx_waiting(const struct iwarp_dgram_ep *ep)
+{
+	return ep->nposted + (ep->base.srx ? ep->base.srx->nposted : 0);
+}
+
 /* The receive a datagram goes to, or NULL. */
-static struct iwarp_dgram_rx *iwarp_dgram_match(struct iwarp_dgram_ep *ep,
-						const struct iwarp_dgram_hdr *h)
+static struct iwarp_dgram_rx *
+iwarp_dgram_match_own(struct iwarp_dgram_ep *ep,
+		      const struct iwarp_dgram_hdr *h)
 {
 	struct iwarp_list *e;
 
@@ -279,6 +353,16 @@ static struct iwarp_dgram_rx *iwarp_dgram_match(struct iwarp_dgram_ep *ep,
 			return rx;
 	}
 	return NULL;
+}
+
+static struct iwarp_dgram_rx *iwarp_dgram_match(struct iwarp_dgram_ep *ep,
+						const struct iwarp_dgram_hdr *h)
+{
+	struct iwarp_dgram_rx *rx = iwarp_dgram_match_own(ep, h);
+
+	if (rx || !ep->base.srx || !iwarp_dgram_srx_pull(ep, h))
+		return rx;
+	return iwarp_dgram_match_own(ep, h);
 }
 
 static size_t iwarp_dgram_copy_out(const struct iwarp_dgram_rx *rx,
@@ -411,7 +495,8 @@ void iwarp_dgram_progress(struct iwarp_pollable *p)
 						       poll);
 	int budget = IWARP_DGRAM_BUDGET;
 
-	while (ep->nposted && budget-- && iwarp_dgram_recv_one(ep))
+	while (iwarp_dgram_rx_waiting(ep) && budget-- &&
+	       iwarp_dgram_recv_one(ep))
 		;
 }
 

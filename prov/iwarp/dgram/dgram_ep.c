@@ -68,7 +68,7 @@ static void iwarp_dgram_poll_info(struct iwarp_pollable *p, int *fd,
 
 	/* unread datagrams wait in the kernel until a receive is posted */
 	*fd = ep->fd;
-	*events = ep->nposted ? POLLIN : 0;
+	*events = iwarp_dgram_rx_waiting(ep) ? POLLIN : 0;
 	*deadline = 0;
 }
 
@@ -149,6 +149,7 @@ static const struct iwarp_ep_type iwarp_dgram_type = {
 	.name = "DGRAM",
 	.bind = iwarp_dgram_bind_other,
 	.enable = iwarp_dgram_enable,
+	.srx_offer = iwarp_dgram_srx_offer,
 };
 
 /* ---- names */

@@ -167,6 +167,11 @@ static inline void iwarp_op_put(struct iwarp_ep *ep, struct iwarp_op *op)
 extern struct fi_ops_msg iwarp_msg_ops;
 extern struct fi_ops_rma iwarp_rma_ops;
 void iwarp_ep_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc);
+/* msg_data.c, lock held: a stream waiting for a receive takes one from
+ * the shared receive context (iwarp_ep_type.srx_offer, and after
+ * progress) */
+bool iwarp_ep_srx_offer(struct iwarp_ep_base *b, struct iwarp_srx_rx *rx);
+void iwarp_ep_srx_feed(struct iwarp_ep *ep);
 
 /* msg_data.c: one transmit op (also a tagged one, msg_tagged.c). */
 struct iwarp_tx {

@@ -9,6 +9,7 @@
  */
 #include "msg.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define IWARP_DELIVERY (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
@@ -454,8 +455,10 @@ static int iwarp_rx_keep(struct iwarp_ep *ep, struct iwarp_op *op,
 	return 0;
 }
 
-ssize_t iwarp_rx(struct iwarp_ep *ep, const struct iovec *iov, size_t count,
-		 void *context, uint64_t flags, uint64_t tag, uint64_t ignore)
+/* Lock held: posts a receive on the QP (or keeps it, FI_TAGGED). */
+static int iwarp_rx_locked(struct iwarp_ep *ep, const struct iovec *iov,
+			   size_t count, void *context, uint64_t flags,
+			   uint64_t tag, uint64_t ignore)
 {
 	struct iw_sge sgl[IWARP_IOV_MAX];
 	struct iw_recv_wr wr = { .sgl = sgl, .num_sge = (int)count };
@@ -469,16 +472,11 @@ ssize_t iwarp_rx(struct iwarp_ep *ep, const struct iovec *iov, size_t count,
 		ret = iwarp_skip_prefix(ep, sgl, count, &len);
 	if (ret)
 		return ret;
-	iwarp_lock(ep->base.fab);
-	if (!ep->qp) {
-		iwarp_unlock(ep->base.fab);
+	if (!ep->qp)
 		return -FI_EOPBADSTATE;
-	}
 	op = iwarp_op_get(ep);
-	if (!op) {
-		iwarp_unlock(ep->base.fab);
+	if (!op)
 		return -FI_EAGAIN;
-	}
 	op->len = len;
 	ret = iwarp_rx_op(ep, op, iov, count, context,
 			  ep->tagged ? flags & ~FI_MULTI_RECV : flags);
@@ -489,8 +487,63 @@ ssize_t iwarp_rx(struct iwarp_ep *ep, const struct iovec *iov, size_t count,
 		ret = iw_qp_post_recv(ep->qp, &wr);
 	if (ret)
 		iwarp_op_put(ep, op);
-	iwarp_unlock(ep->base.fab);
 	return iwarp_fi_err(ret);
+}
+
+ssize_t iwarp_rx(struct iwarp_ep *ep, const struct iovec *iov, size_t count,
+		 void *context, uint64_t flags, uint64_t tag, uint64_t ignore)
+{
+	int ret;
+
+	/* its receives come from the shared context */
+	if (ep->base.srx)
+		return -FI_EINVAL;
+	iwarp_lock(ep->base.fab);
+	ret = iwarp_rx_locked(ep, iov, count, context, flags, tag, ignore);
+	iwarp_unlock(ep->base.fab);
+	return ret;
+}
+
+/* ---- shared receive context: a stream waiting for a receive takes the
+ * first one posted to the context (lock held) */
+
+static bool iwarp_ep_srx_post(struct iwarp_ep *ep, struct iwarp_srx_rx *rx)
+{
+	int ret = iwarp_rx_locked(ep, rx->iov, rx->count, rx->context,
+				  rx->flags, 0, 0);
+
+	if (ret == -FI_EAGAIN)
+		return false;
+	if (ret)	/* e.g. shorter than the prefix: the caller's error */
+		iwarp_cq_write_err(ep->base.rx_cq, rx->context,
+				   FI_RECV | FI_MSG, 0, NULL, 0, 0, -ret, 0,
+				   NULL, 0, 0);
+	return true;
+}
+
+bool iwarp_ep_srx_offer(struct iwarp_ep_base *b, struct iwarp_srx_rx *rx)
+{
+	struct iwarp_ep *ep = iwarp_container_of(b, struct iwarp_ep, base);
+
+	if (rx->tagged || !ep->qp || !iw_qp_rx_waiting(ep->qp))
+		return false;
+	return iwarp_ep_srx_post(ep, rx);
+}
+
+void iwarp_ep_srx_feed(struct iwarp_ep *ep)
+{
+	struct iwarp_srx_rx *rx;
+
+	while (ep->qp && iw_qp_rx_waiting(ep->qp)) {
+		rx = iwarp_srx_take(ep->base.srx, iwarp_srx_match_msg, NULL);
+		if (!rx)
+			return;
+		if (!iwarp_ep_srx_post(ep, rx)) {
+			iwarp_srx_untake(ep->base.srx, rx);
+			return;
+		}
+		free(rx);
+	}
 }
 
 /* ---- fi_ops_msg */

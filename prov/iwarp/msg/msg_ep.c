@@ -18,6 +18,8 @@ static void iwarp_ep_progress(struct iwarp_pollable *p)
 
 	if (ep->qp)
 		iw_qp_progress(ep->qp);
+	if (ep->base.srx)
+		iwarp_ep_srx_feed(ep);
 	if (ep->auth && ep->qp)
 		iwarp_ep_auth_progress(ep);
 }
@@ -33,6 +35,11 @@ static void iwarp_ep_poll_info(struct iwarp_pollable *p, int *fd,
 	if (ep->auth && ep->auth->deadline &&
 	    (!*deadline || ep->auth->deadline < *deadline))
 		*deadline = ep->auth->deadline;
+	/* a stream waiting for a receive polls nothing: when the shared
+	 * context has one, it is due now */
+	if (ep->base.srx && ep->base.srx->nposted && ep->qp &&
+	    iw_qp_rx_waiting(ep->qp))
+		*deadline = iw_now_ms();
 }
 
 /* ---- enable, bind */
@@ -134,6 +141,7 @@ static const struct iwarp_ep_type iwarp_msg_type = {
 	.cm_data_max = IWARP_CM_DATA_MAX,
 	.bind = iwarp_ep_bind_other,
 	.enable = iwarp_ep_enable,
+	.srx_offer = iwarp_ep_srx_offer,
 };
 
 /* With a job key the auth block takes the head of the private data. */
@@ -143,6 +151,7 @@ static const struct iwarp_ep_type iwarp_msg_type_keyed = {
 	.cm_data_max = IWARP_CM_DATA_MAX - IWARP_AUTH_PD_LEN,
 	.bind = iwarp_ep_bind_other,
 	.enable = iwarp_ep_enable,
+	.srx_offer = iwarp_ep_srx_offer,
 };
 
 /* ---- close */

@@ -124,6 +124,7 @@ struct iwarp_rdm_tx {
 	struct iwarp_list link;
 	struct iwarp_rdm_peer *peer;
 	void *context;
+	struct iwarp_ep_base *base;	/* a tx context's, or NULL: the ep's */
 	uint64_t cq_flags;
 	uint64_t op_flags;
 	bool cq;
@@ -154,8 +155,10 @@ enum { IWARP_RDM_7306_FADD = 1, IWARP_RDM_7306_CSWAP = 2 };
 /* A posted receive. */
 struct iwarp_rdm_rx {
 	uint8_t owner;			/* IWARP_RDM_OWN_RX (zeroed) */
+	uint8_t rxc;			/* rx context it was posted to */
 	struct iwarp_list link;
 	void *context;
+	struct iwarp_ep_base *base;	/* an rx context's, or NULL: the ep's */
 	uint64_t flags;			/* FI_TAGGED or FI_MSG, | FI_RECV */
 	fi_addr_t src;
 	uint64_t tag, ignore;
@@ -265,6 +268,27 @@ struct iwarp_rdm_ep {
 	struct iwarp_list unexp_tagged, unexp_msg;
 	size_t unexp_bytes;		/* stored unexpected messages */
 	struct iwarp_stash tx_stash, rx_stash, in_stash;
+	struct iwarp_rdm_sep *sep;	/* a scalable endpoint's contexts */
+};
+
+/*
+ * A scalable endpoint (rdm_sep.c) is an RDM endpoint with no CQ of its
+ * own and rx_ctx_cnt receive contexts: a message names its context in
+ * the header (IWARP_RDM_RXC), the context's receives wait in its queue
+ * until one matches, and completions go to the context that posted the
+ * operation. Contexts stay allocated until the endpoint closes.
+ */
+struct iwarp_rdm_ctx {
+	struct iwarp_ep_base base;	/* first: fids convert through it */
+	struct iwarp_rdm_ep *core;
+	unsigned int index;
+	bool open;			/* not closed by the application */
+	struct iwarp_srx q;		/* rx: receives not matched yet */
+};
+
+struct iwarp_rdm_sep {
+	size_t ntx, nrx;
+	struct iwarp_rdm_ctx **tx, **rx;
 };
 
 static inline struct iwarp_rdm_ep *iwarp_rdm_ep_of(struct fid *fid)
@@ -343,6 +367,8 @@ void iwarp_rdm_peers_close(struct iwarp_rdm_ep *ep);
 extern struct fi_ops_msg iwarp_rdm_msg_ops;
 extern struct fi_ops_tagged iwarp_rdm_tagged_ops;
 void iwarp_rdm_free_queues(struct iwarp_rdm_ep *ep);
+/* iwarp_ep_type.srx_offer (lock held) */
+bool iwarp_rdm_srx_offer(struct iwarp_ep_base *b, struct iwarp_srx_rx *s);
 /* Where an EAGER's payload goes; entries of dst, or -1 */
 int iwarp_rdm_eager_place(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in,
 			  struct iw_sge *dst);
@@ -353,6 +379,28 @@ void iwarp_rdm_rts_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in);
 void iwarp_rdm_fin_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in);
 /* The rendezvous Read into rx ended (err: positive FI errno or 0). */
 void iwarp_rdm_read_done(struct iwarp_rdm_rx *rx, int err);
+
+/* A receive of an rx context (s, then freed) matches what waits or
+ * joins the context's queue (lock held). */
+void iwarp_rdm_ctx_post(struct iwarp_rdm_ctx *c, struct iwarp_srx_rx *s);
+/* The send family on behalf of owner (a tx context), lock not held. */
+ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
+			      struct iwarp_ep_base *owner,
+			      const struct iovec *iov, size_t count,
+			      fi_addr_t dest, uint64_t tag, uint64_t data,
+			      void *context, uint64_t flags, bool tagged);
+
+/* ---- rdm_sep.c: scalable endpoints */
+
+/* rdm_ep.c: fi_close of an RDM endpoint */
+int iwarp_rdm_close(struct fid *fid);
+int iwarp_rdm_scalable_open(struct fid_domain *domain, struct fi_info *info,
+			    struct fid_ep **sep, void *context);
+/* Receive contexts of ep: 1 unless scalable. */
+static inline size_t iwarp_rdm_nrx(const struct iwarp_rdm_ep *ep)
+{
+	return ep->sep ? ep->sep->nrx : 1;
+}
 
 /* ---- rdm_rma.c and rdm_atomic.c: one-sided operations */
 

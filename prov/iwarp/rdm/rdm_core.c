@@ -44,6 +44,7 @@ int iwarp_rdm_tx_flatten(struct iwarp_rdm_tx *tx)
 void iwarp_rdm_tx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
 		       int err)
 {
+	struct iwarp_ep_base *b = tx->base ? tx->base : &ep->base;
 	struct iwarp_cntr *cntr;
 	uint64_t tag = tx->cq_flags & FI_TAGGED ? tx->hdr.tag : 0;
 
@@ -52,14 +53,14 @@ void iwarp_rdm_tx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
 	free(tx->copy);
 	if (!tx->ctrl) {
 		if (err)
-			iwarp_cq_write_err(ep->base.tx_cq, tx->context, tx->cq_flags,
+			iwarp_cq_write_err(b->tx_cq, tx->context, tx->cq_flags,
 					   tx->len, NULL, 0, tag, err,
 					   tx->prov_errno, NULL, 0, 0);
 		else if (tx->cq)
-			iwarp_cq_write(ep->base.tx_cq, tx->context, tx->cq_flags,
+			iwarp_cq_write(b->tx_cq, tx->context, tx->cq_flags,
 				       tx->len, NULL, 0, tag,
 				       FI_ADDR_NOTAVAIL);
-		cntr = iwarp_ep_base_cntr(&ep->base, tx->cq_flags);
+		cntr = iwarp_ep_base_cntr(b, tx->cq_flags);
 		if (cntr)
 			(err ? iwarp_cntr_inc_err : iwarp_cntr_inc)(cntr);
 	}
@@ -161,6 +162,9 @@ struct iwarp_rdm_peer *iwarp_rdm_dest(struct iwarp_rdm_ep *ep,
 {
 	const union iwarp_sockaddr *addr;
 
+	/* fi_rx_addr: the rx context index is in the top rx_ctx_bits */
+	if (ep->av && ep->av->rx_ctx_bits && dest != FI_ADDR_UNSPEC)
+		dest &= ~0ULL >> ep->av->rx_ctx_bits;
 	addr = ep->base.enabled && ep->av ? iwarp_av_addr(ep->av, dest) : NULL;
 	return addr ? iwarp_rdm_peer_get(ep, addr) : NULL;
 }
@@ -256,6 +260,8 @@ void iwarp_rdm_unreachable(struct iwarp_rdm_peer *peer, int err,
 void iwarp_rdm_poll_add(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p)
 {
 	iwarp_pollable_add(ep->base.fab, p);
+	if (ep->sep)	/* no CQ of its own: its contexts' are polled */
+		return;
 	iwarp_wait_bind(&ep->base.tx_cq->wait, p);
 	if (ep->base.rx_cq != ep->base.tx_cq)
 		iwarp_wait_bind(&ep->base.rx_cq->wait, p);
@@ -263,9 +269,11 @@ void iwarp_rdm_poll_add(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p)
 
 void iwarp_rdm_poll_del(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p)
 {
-	iwarp_wait_unbind(&ep->base.tx_cq->wait, p);
-	if (ep->base.rx_cq != ep->base.tx_cq)
-		iwarp_wait_unbind(&ep->base.rx_cq->wait, p);
+	if (!ep->sep) {
+		iwarp_wait_unbind(&ep->base.tx_cq->wait, p);
+		if (ep->base.rx_cq != ep->base.tx_cq)
+			iwarp_wait_unbind(&ep->base.rx_cq->wait, p);
+	}
 	iwarp_pollable_del(p);
 }
 

@@ -90,7 +90,7 @@ static struct fi_ops_cm iwarp_rdm_cm_ops = {
 	.join = iwarp_no_join,
 };
 
-static int iwarp_rdm_close(struct fid *fid)
+int iwarp_rdm_close(struct fid *fid)
 {
 	struct iwarp_rdm_ep *ep = iwarp_rdm_ep_of(fid);
 	struct iwarp_fabric *fab = ep->base.fab;
@@ -147,7 +147,7 @@ static int iwarp_rdm_enable(struct iwarp_ep_base *b)
 
 	if (b->enabled)
 		return 0;
-	if (!b->tx_cq || !b->rx_cq)
+	if ((!b->tx_cq || !b->rx_cq) && !ep->sep)
 		return -FI_ENOCQ;
 	if (!ep->av)
 		return -FI_ENOAV;
@@ -172,6 +172,7 @@ static const struct iwarp_ep_type iwarp_rdm_type = {
 	.opts = IWARP_OPT_MIN_MULTI_RECV,
 	.bind = iwarp_rdm_bind_other,
 	.enable = iwarp_rdm_enable,
+	.srx_offer = iwarp_rdm_srx_offer,
 };
 
 static struct fi_ops iwarp_rdm_fi_ops = {

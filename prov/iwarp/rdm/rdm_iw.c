@@ -130,15 +130,21 @@ rdm_iw_peer_open(struct iwarp_rdm_xep *xe, struct iwarp_rdm_peer *peer,
 static void rdm_iw_peer_close(struct iwarp_rdm_xconn *c)
 {
 	struct iwarp_rdm_xep *xe = c->xe;
+	struct iw_qp *qp, *rx_qp;
 
 	rdm_iw_claim_close(c);
 	xe->up->poll_del(xe->ep, &c->poll);
 	if (c->rx_polled)
 		xe->up->poll_del(xe->ep, &c->rx_poll);
-	if (c->rx_qp)
-		iw_qp_destroy(c->rx_qp);
-	if (c->qp)
-		iw_qp_destroy(c->qp);
+	/* detached first: a destroy may report the connection lost, which
+	 * must not bury what is being destroyed */
+	qp = c->qp;
+	rx_qp = c->rx_qp;
+	c->qp = c->rx_qp = NULL;
+	if (rx_qp)
+		iw_qp_destroy(rx_qp);
+	if (qp)
+		iw_qp_destroy(qp);
 	rdm_iw_reap(xe);
 	free(c);
 }

@@ -18,9 +18,9 @@
 static void iwarp_rdm_rx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
 		       size_t msglen, int err)
 {
+	struct iwarp_ep_base *b = rx->base ? rx->base : &ep->base;
 	uint64_t flags = rx->flags;
 	size_t len = msglen < rx->len ? msglen : rx->len;
-
 	void *buf = NULL;
 
 	if (rx->hdr.flags & IWARP_RDM_F_DATA)
@@ -44,14 +44,14 @@ static void iwarp_rdm_rx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
 	if (!(rx->flags & FI_MULTI_RECV))
 		len += ep->prefix;	/* the prefix counts, as on MSG */
 	if (err)
-		iwarp_cq_write_err(ep->base.rx_cq, rx->context, flags, len, buf,
+		iwarp_cq_write_err(b->rx_cq, rx->context, flags, len, buf,
 				   rx->hdr.data, rx->hdr.tag, err, 0, NULL, 0,
 				   msglen > len ? msglen - len : 0);
 	else if (rx->cq)
-		iwarp_cq_write(ep->base.rx_cq, rx->context, flags, len, buf,
+		iwarp_cq_write(b->rx_cq, rx->context, flags, len, buf,
 			       rx->hdr.data, rx->hdr.tag, rx->from);
-	if (ep->base.cntr_recv)
-		(err ? iwarp_cntr_inc_err : iwarp_cntr_inc)(ep->base.cntr_recv);
+	if (b->cntr_recv)
+		(err ? iwarp_cntr_inc_err : iwarp_cntr_inc)(b->cntr_recv);
 	iwarp_stash_put(&ep->rx_stash, rx);
 }
 
@@ -60,7 +60,8 @@ static void iwarp_rdm_rx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
 static bool iwarp_rdm_matches(const struct iwarp_rdm_rx *rx,
 			      const struct iwarp_rdm_hdr *h, fi_addr_t from)
 {
-	if (!(rx->flags & FI_TAGGED) != !(h->flags & IWARP_RDM_F_TAGGED))
+	if (!(rx->flags & FI_TAGGED) != !(h->flags & IWARP_RDM_F_TAGGED) ||
+	    IWARP_RDM_RXC(h->flags) != rx->rxc)
 		return false;
 	if ((rx->flags & FI_TAGGED) && ((h->tag ^ rx->tag) & ~rx->ignore))
 		return false;
@@ -100,6 +101,79 @@ static struct iwarp_rdm_rx *iwarp_rdm_multi_piece(struct iwarp_rdm_ep *ep,
 	return rx;
 }
 
+/* ---- shared receive context (iwarp_ctx.h) */
+
+struct iwarp_rdm_srx_want {
+	const struct iwarp_rdm_hdr *h;
+	fi_addr_t from;
+	bool directed;
+};
+
+static bool iwarp_rdm_srx_match(const struct iwarp_srx_rx *rx,
+				const void *arg)
+{
+	const struct iwarp_rdm_srx_want *w = arg;
+	bool tagged = w->h->flags & IWARP_RDM_F_TAGGED;
+
+	if (rx->tagged != tagged)
+		return false;
+	if (tagged && ((w->h->tag ^ rx->tag) & ~rx->ignore))
+		return false;
+	return !w->directed || rx->src == FI_ADDR_UNSPEC ||
+	       rx->src == w->from;
+}
+
+static void iwarp_rdm_rx_fill(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
+			      const struct iovec *iov, size_t count,
+			      uint64_t flags, bool tagged);
+
+/* The endpoint's own receive record for one of the shared context (or
+ * of rx context c, when not NULL). */
+static struct iwarp_rdm_rx *iwarp_rdm_srx_rx(struct iwarp_rdm_ep *ep,
+					     const struct iwarp_srx_rx *s,
+					     struct iwarp_rdm_ctx *c)
+{
+	struct iwarp_rdm_rx *rx = iwarp_stash_get(&ep->rx_stash, sizeof(*rx));
+
+	if (!rx)
+		return NULL;
+	if (c) {
+		rx->base = &c->base;
+		rx->rxc = (uint8_t)c->index;
+	}
+	rx->context = s->context;
+	rx->src = ep->directed ? s->src : FI_ADDR_UNSPEC;
+	rx->tag = s->tag;
+	rx->ignore = s->ignore;
+	iwarp_rdm_rx_fill(ep, rx, s->iov, s->count, s->flags, s->tagged);
+	return rx;
+}
+
+/* The first receive of the shared context the message matches. */
+static struct iwarp_rdm_rx *iwarp_rdm_srx_take(struct iwarp_rdm_ep *ep,
+					       const struct iwarp_rdm_hdr *h,
+					       fi_addr_t from)
+{
+	struct iwarp_rdm_srx_want w = { h, from, ep->directed };
+	/* the receiver checked the index (rdm_recv.c) */
+	struct iwarp_rdm_ctx *c =
+		ep->sep ? ep->sep->rx[IWARP_RDM_RXC(h->flags)] : NULL;
+	struct iwarp_srx *q = c ? &c->q : ep->base.srx;
+	struct iwarp_srx_rx *s;
+	struct iwarp_rdm_rx *rx;
+
+	s = iwarp_srx_take(q, iwarp_rdm_srx_match, &w);
+	if (!s)
+		return NULL;
+	rx = iwarp_rdm_srx_rx(ep, s, c);
+	if (!rx) {
+		iwarp_srx_untake(q, s);
+		return NULL;
+	}
+	free(s);
+	return rx;
+}
+
 static struct iwarp_rdm_rx *iwarp_rdm_match_posted(struct iwarp_rdm_ep *ep,
 					    const struct iwarp_rdm_hdr *h,
 					    fi_addr_t from)
@@ -119,7 +193,7 @@ static struct iwarp_rdm_rx *iwarp_rdm_match_posted(struct iwarp_rdm_ep *ep,
 		iwarp_list_del(&rx->link);
 		return rx;
 	}
-	return NULL;
+	return ep->base.srx || ep->sep ? iwarp_rdm_srx_take(ep, h, from) : NULL;
 }
 
 static struct iwarp_rdm_unexp *iwarp_rdm_match_unexp(struct iwarp_rdm_ep *ep,
@@ -557,6 +631,8 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 	if ((flags & FI_MULTI_RECV) &&
 	    (tagged || count != 1 || (flags & (FI_PEEK | FI_CLAIM))))
 		return -FI_EINVAL;
+	if (ep->base.srx)	/* receives go to the shared context */
+		return -FI_EINVAL;
 	/* a multi-receive buffer takes messages, not prefixed ones; a
 	 * peek may come without a buffer */
 	if (!(flags & FI_MULTI_RECV) && (count || !(flags & FI_PEEK)) &&
@@ -581,6 +657,41 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 	ret = iwarp_rdm_recv_take(ep, rx, flags, tagged);
 	iwarp_unlock(ep->base.fab);
 	return ret;
+}
+
+/* A receive posted to the shared context takes a matching unexpected
+ * message of this endpoint, if there is one. */
+static bool iwarp_rdm_offer(struct iwarp_rdm_ep *ep, struct iwarp_srx_rx *s,
+			    struct iwarp_rdm_ctx *c)
+{
+	struct iwarp_rdm_unexp *ux;
+	struct iwarp_rdm_rx *rx = iwarp_rdm_srx_rx(ep, s, c);
+
+	if (!rx)
+		return false;
+	ux = iwarp_rdm_match_unexp(ep, rx, NULL);
+	if (!ux) {
+		iwarp_stash_put(&ep->rx_stash, rx);
+		return false;
+	}
+	iwarp_rdm_take_unexp(ep, ux, rx, false);
+	return true;
+}
+
+bool iwarp_rdm_srx_offer(struct iwarp_ep_base *b, struct iwarp_srx_rx *s)
+{
+	return iwarp_rdm_offer(iwarp_container_of(b, struct iwarp_rdm_ep, base),
+			       s, NULL);
+}
+
+void iwarp_rdm_ctx_post(struct iwarp_rdm_ctx *c, struct iwarp_srx_rx *s)
+{
+	if (iwarp_rdm_offer(c->core, s, c)) {
+		free(s);
+		return;
+	}
+	iwarp_list_add_tail(&c->q.posted, &s->link);
+	c->q.nposted++;
 }
 
 /* ---- sends */
@@ -608,6 +719,8 @@ static void iwarp_rdm_tx_fill(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
 			      const struct iovec *iov, size_t count,
 			      uint64_t flags, bool tagged)
 {
+	const struct iwarp_ep_base *b = tx->base ? tx->base : &ep->base;
+
 	size_t i;
 
 	tx->owner = IWARP_RDM_OWN_TX;
@@ -622,7 +735,19 @@ static void iwarp_rdm_tx_fill(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
 	tx->hdr.flags = (tagged ? IWARP_RDM_F_TAGGED : 0) |
 			(flags & FI_REMOTE_CQ_DATA ? IWARP_RDM_F_DATA : 0);
 	tx->hdr.len = (uint32_t)tx->len;
-	tx->cq = iwarp_rdm_wants_cq(ep, flags);
+	tx->cq = !(flags & IWARP_INJECT_CALL) &&
+		 (!b->tx_selective || (flags & FI_COMPLETION));
+}
+
+/* The rx context fi_rx_addr put in dest's top bits, for the header. */
+static uint8_t iwarp_rdm_rxc_flags(const struct iwarp_rdm_ep *ep,
+				   fi_addr_t dest)
+{
+	unsigned int bits = ep->av ? ep->av->rx_ctx_bits : 0;
+
+	if (!bits || dest == FI_ADDR_UNSPEC)
+		return 0;
+	return (uint8_t)((dest >> (64 - bits)) << IWARP_RDM_RXC_SHIFT);
 }
 
 /* Inject copies the payload; large or delivery-complete messages go
@@ -637,11 +762,11 @@ static int iwarp_rdm_send_prep(struct iwarp_rdm_ep *ep,
 	return 0;
 }
 
-static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
-				     const struct iovec *iov, size_t count,
-				     fi_addr_t dest, uint64_t tag,
-				     uint64_t data, void *context,
-				     uint64_t flags, bool tagged)
+ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
+			      struct iwarp_ep_base *owner,
+			      const struct iovec *iov, size_t count,
+			      fi_addr_t dest, uint64_t tag, uint64_t data,
+			      void *context, uint64_t flags, bool tagged)
 {
 	struct iovec v[IWARP_IOV_MAX];
 	struct iwarp_rdm_peer *peer;
@@ -665,7 +790,9 @@ static ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 		return -FI_ENOMEM;
 	}
 	tx->context = context;
+	tx->base = owner;
 	iwarp_rdm_tx_fill(ep, tx, iov, count, flags, tagged);
+	tx->hdr.flags |= iwarp_rdm_rxc_flags(ep, dest);
 	tx->hdr.tag = tag;
 	tx->hdr.data = data;
 	peer = iwarp_rdm_dest(ep, dest);
@@ -719,7 +846,7 @@ static ssize_t iwarp_rdm_send(struct fid_ep *e, const void *buf, size_t len,
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, 0, 0, ctx,
+	return iwarp_rdm_send_common(RDM(e), NULL, &iov, 1, dest, 0, 0, ctx,
 				     RDM(e)->base.tx_op_flags, false);
 }
 
@@ -727,14 +854,14 @@ static ssize_t iwarp_rdm_sendv(struct fid_ep *e, const struct iovec *iov,
 			       void **desc, size_t count, fi_addr_t dest,
 			       void *ctx)
 {
-	return iwarp_rdm_send_common(RDM(e), iov, count, dest, 0, 0, ctx,
+	return iwarp_rdm_send_common(RDM(e), NULL, iov, count, dest, 0, 0, ctx,
 				     RDM(e)->base.tx_op_flags, false);
 }
 
 static ssize_t iwarp_rdm_sendmsg(struct fid_ep *e, const struct fi_msg *m,
 				 uint64_t flags)
 {
-	return iwarp_rdm_send_common(RDM(e), m->msg_iov, m->iov_count,
+	return iwarp_rdm_send_common(RDM(e), NULL, m->msg_iov, m->iov_count,
 				     m->addr, 0, m->data, m->context, flags,
 				     false);
 }
@@ -744,7 +871,7 @@ static ssize_t iwarp_rdm_inject(struct fid_ep *e, const void *buf,
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, 0, 0, NULL,
+	return iwarp_rdm_send_common(RDM(e), NULL, &iov, 1, dest, 0, 0, NULL,
 				     FI_INJECT | IWARP_INJECT_CALL, false);
 }
 
@@ -754,7 +881,7 @@ static ssize_t iwarp_rdm_senddata(struct fid_ep *e, const void *buf,
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, 0, data, ctx,
+	return iwarp_rdm_send_common(RDM(e), NULL, &iov, 1, dest, 0, data, ctx,
 				     RDM(e)->base.tx_op_flags | FI_REMOTE_CQ_DATA,
 				     false);
 }
@@ -764,7 +891,7 @@ static ssize_t iwarp_rdm_injectdata(struct fid_ep *e, const void *buf,
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, 0, data, NULL,
+	return iwarp_rdm_send_common(RDM(e), NULL, &iov, 1, dest, 0, data, NULL,
 				     FI_INJECT | IWARP_INJECT_CALL |
 					     FI_REMOTE_CQ_DATA, false);
 }
@@ -815,7 +942,7 @@ static ssize_t iwarp_rdm_tsend(struct fid_ep *e, const void *buf,
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, tag, 0, ctx,
+	return iwarp_rdm_send_common(RDM(e), NULL, &iov, 1, dest, tag, 0, ctx,
 				     RDM(e)->base.tx_op_flags, true);
 }
 
@@ -823,7 +950,8 @@ static ssize_t iwarp_rdm_tsendv(struct fid_ep *e, const struct iovec *iov,
 				void **desc, size_t count, fi_addr_t dest,
 				uint64_t tag, void *ctx)
 {
-	return iwarp_rdm_send_common(RDM(e), iov, count, dest, tag, 0, ctx,
+	return iwarp_rdm_send_common(RDM(e), NULL,
+				     iov, count, dest, tag, 0, ctx,
 				     RDM(e)->base.tx_op_flags, true);
 }
 
@@ -831,7 +959,7 @@ static ssize_t iwarp_rdm_tsendmsg(struct fid_ep *e,
 				  const struct fi_msg_tagged *m,
 				  uint64_t flags)
 {
-	return iwarp_rdm_send_common(RDM(e), m->msg_iov, m->iov_count,
+	return iwarp_rdm_send_common(RDM(e), NULL, m->msg_iov, m->iov_count,
 				     m->addr, m->tag, m->data, m->context,
 				     flags, true);
 }
@@ -841,7 +969,7 @@ static ssize_t iwarp_rdm_tinject(struct fid_ep *e, const void *buf,
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, tag, 0, NULL,
+	return iwarp_rdm_send_common(RDM(e), NULL, &iov, 1, dest, tag, 0, NULL,
 				     FI_INJECT | IWARP_INJECT_CALL, true);
 }
 
@@ -851,7 +979,8 @@ static ssize_t iwarp_rdm_tsenddata(struct fid_ep *e, const void *buf,
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, tag, data, ctx,
+	return iwarp_rdm_send_common(RDM(e), NULL,
+				     &iov, 1, dest, tag, data, ctx,
 				     RDM(e)->base.tx_op_flags | FI_REMOTE_CQ_DATA,
 				     true);
 }
@@ -862,7 +991,8 @@ static ssize_t iwarp_rdm_tinjectdata(struct fid_ep *e, const void *buf,
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return iwarp_rdm_send_common(RDM(e), &iov, 1, dest, tag, data, NULL,
+	return iwarp_rdm_send_common(RDM(e), NULL,
+				     &iov, 1, dest, tag, data, NULL,
 				     FI_INJECT | IWARP_INJECT_CALL |
 					     FI_REMOTE_CQ_DATA, true);
 }

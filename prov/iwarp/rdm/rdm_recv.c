@@ -98,6 +98,14 @@ static int iwarp_rdm_place(struct iwarp_rdm_peer *peer, const uint8_t *hdr,
 		free(in);
 		return -1;	/* not our protocol: terminate */
 	}
+	if (IWARP_RDM_RXC(in->hdr.flags) >= iwarp_rdm_nrx(peer->ep)) {
+		FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
+			"RDM peer %s: op %u for rx context %u of %zu: "
+			"refused\n", peer->name, in->hdr.op,
+			IWARP_RDM_RXC(in->hdr.flags), iwarp_rdm_nrx(peer->ep));
+		free(in);
+		return -1;
+	}
 	o = &iwarp_rdm_rx_ops[in->hdr.op];
 	if (iwarp_rdm_counted(in->hdr.op) &&
 	    !iwarp_rdm_take_credit(peer, in->hdr.op))

@@ -35,6 +35,11 @@ enum {
 	IWARP_RDM_F_DATA = 1 << 1,	/* remote CQ data present */
 	IWARP_RDM_F_ERROR = 1 << 2,	/* FIN, ARESP: the receiver failed */
 };
+/* EAGER, RTS: the receiver's rx context (fi_rx_addr) in flags bits 3-7,
+ * 0 for an endpoint that is not scalable */
+#define IWARP_RDM_RXC_SHIFT	3
+#define IWARP_RDM_RXC_MAX	32
+#define IWARP_RDM_RXC(flags)	((unsigned int)(flags) >> IWARP_RDM_RXC_SHIFT)
 
 struct iwarp_rdm_hdr {
 	uint8_t op;
