@@ -1096,6 +1096,8 @@ static void test_restart(void)
 	pair(&v, role_victim, NOKEY, &s, role_survivor, NOKEY);
 	wait_step(&v, 15);
 	kill(v.pid, SIGKILL);
+	/* gone, and its listening port with it, before the newcomer binds */
+	waitpid(v.pid, NULL, 0);
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp))
 		exit(1);
 	kid_start(&n, role_restarted, PA, PB, NOKEY, sp[0], sp[1]);
@@ -1105,7 +1107,6 @@ static void test_restart(void)
 	kid_read(&v, tap_now() + 1);
 	tap_ok(v.got == 1 && v.ok[0], "%s", v.got ? v.text[0] :
 	       "restart: the first process never talked");
-	waitpid(v.pid, NULL, 0);
 	close(v.rep);
 	close(v.ctl);
 	close(sp[0]);

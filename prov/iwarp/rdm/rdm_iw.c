@@ -452,8 +452,15 @@ static void rdm_iw_lost(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 		return;
 	}
 	if (ev->type == IW_CM_REJECTED && ev->pdata_len >= IWARP_RDM_PD_LEN &&
-	    (ev->pdata[4] & IWARP_RDM_COLLISION))
-		return;	/* the peer's own connection is on its way */
+	    (ev->pdata[4] & IWARP_RDM_COLLISION)) {
+		/* the peer's own connection is on its way: not a failed
+		 * try, and no asking again until it had time to arrive (a
+		 * busy peer answers the listener only now and then) */
+		if (c->tries)
+			c->tries--;
+		c->retry_at = iw_now_ms() + IWARP_RDM_COLLISION_WAIT_MS;
+		return;
+	}
 	rdm_iw_retry(c);
 }
 

@@ -27,6 +27,8 @@
 /* ULPDU of every FPDU an RDM connection sends: 64 KiB less 4 */
 #define IWARP_RDM_MULPDU 65532
 #define IWARP_RDM_CONNECT_TRIES 5
+/* after losing a collision: the winner's connection should come by then */
+#define IWARP_RDM_COLLISION_WAIT_MS 200
 /* private data: the auth block (with a key), then the RDM data */
 #define IWARP_RDM_PD_MAX (IWARP_AUTH_REPLY_LEN + IWARP_RDM_PD_LEN)
 
