@@ -231,7 +231,7 @@ static void iwarp_defaults_domain(struct fi_domain_attr *d)
 	d->ep_cnt = IWARP_EP_CNT;
 	d->tx_ctx_cnt = IWARP_EP_CNT;
 	d->rx_ctx_cnt = IWARP_EP_CNT;
-	d->max_ep_tx_ctx = 1;
+	d->max_ep_tx_ctx = 1;	/* RDM: iwarp_defaults */
 	d->max_ep_rx_ctx = 1;
 	/* fi_stx_context, fi_srx_context (iwarp_ctx.h) */
 	d->max_ep_stx_ctx = 1;
@@ -278,6 +278,9 @@ static void iwarp_defaults_later(struct fi_domain_attr *d, uint32_t version)
  * eager messages complete in any order. */
 static void iwarp_defaults_rdm(struct fi_info *fi, uint32_t version)
 {
+	/* the ceiling hints are checked against (iwarp_narrow_sep) */
+	fi->domain_attr->max_ep_tx_ctx = IWARP_RDM_RXC_MAX;
+	fi->domain_attr->max_ep_rx_ctx = IWARP_RDM_RXC_MAX;
 	fi->caps = IWARP_RDM_CAPS;
 	fi->ep_attr->type = FI_EP_RDM;
 	fi->ep_attr->mem_tag_format = IWARP_RDM_TAG_FORMAT;
@@ -899,15 +902,21 @@ static int iwarp_narrow(struct fi_info *fi, uint32_t version,
  */
 #define IWARP_RDM_SEP_NOT (IWARP_KEYED_CAPS | FI_MULTI_RECV | FI_TRIGGER)
 
-static int iwarp_narrow_sep(struct fi_info *fi)
+static int iwarp_narrow_sep(struct fi_info *fi, const struct fi_info *hints)
 {
+	const struct fi_domain_attr *hd = hints ? hints->domain_attr : NULL;
 	struct fi_ep_attr *ep = fi->ep_attr;
 	bool sep = !(fi->caps & IWARP_RDM_SEP_NOT);
 	size_t n = sep ? IWARP_RDM_RXC_MAX : 1;
 
-	fi->domain_attr->max_ep_tx_ctx = n;
-	fi->domain_attr->max_ep_rx_ctx = n;
-	if ((ep->tx_ctx_cnt == FI_SHARED_CONTEXT || ep->tx_ctx_cnt <= n) &&
+	/* an entry given back as hints asks what it said */
+	fi->domain_attr->max_ep_tx_ctx = hd && hd->max_ep_tx_ctx ?
+					 hd->max_ep_tx_ctx : n;
+	fi->domain_attr->max_ep_rx_ctx = hd && hd->max_ep_rx_ctx ?
+					 hd->max_ep_rx_ctx : n;
+	if (fi->domain_attr->max_ep_tx_ctx <= n &&
+	    fi->domain_attr->max_ep_rx_ctx <= n &&
+	    (ep->tx_ctx_cnt == FI_SHARED_CONTEXT || ep->tx_ctx_cnt <= n) &&
 	    (ep->rx_ctx_cnt == FI_SHARED_CONTEXT || ep->rx_ctx_cnt <= n))
 		return 0;
 	iwarp_reject("contexts of a scalable endpoint carry no RMA, atomics, "
@@ -973,7 +982,7 @@ int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
 	if (!ret && type == FI_EP_MSG)
 		ret = iwarp_narrow_tagged(fi, hints);
 	if (!ret && type == FI_EP_RDM)
-		ret = iwarp_narrow_sep(fi);
+		ret = iwarp_narrow_sep(fi, hints);
 	if (ret) {
 		fi_freeinfo(fi);
 		return ret;
