@@ -91,6 +91,7 @@ struct iwarp_params {
 	size_t listen_pending;	/* connections held before a decision */
 	int mpa_timeout_ms;	/* time to send the whole MPA Request */
 	int rdm_probe_ms;	/* bound of a live connection's probe */
+	int shm;		/* same-host RDM peers over shared memory */
 };
 
 #define IWARP_RDM_PROBE_MS_DEFAULT 2000

@@ -19,6 +19,7 @@ struct iwarp_params iwarp_params = {
 	.rdm_eager = IWARP_RDM_EAGER_DEFAULT,
 	.mpa_rev = 2,
 	.rdm_probe_ms = IWARP_RDM_PROBE_MS_DEFAULT,
+	.shm = 1,
 };
 
 static void iwarp_params_define(void)
@@ -75,6 +76,11 @@ static void iwarp_params_define_conn(void)
 			"the MPA Reply before its first FPDU (the RTR, or the "
 			"first message without one): Linux siw misses FPDUs "
 			"that arrive right behind its Reply (default: 0)");
+	fi_param_define(&iwarp_prov, "shm", FI_PARAM_BOOL,
+			"Carry RDM traffic with peers in the same boot and "
+			"network namespace through shared memory (rings in "
+			"/dev/shm, process_vm_readv/writev); otherwise every "
+			"peer is reached over TCP (default: true)");
 	fi_param_define(&iwarp_prov, "rdm_probe_ms", FI_PARAM_INT,
 			"Milliseconds an RDM endpoint waits for a live peer "
 			"connection to answer a probe before a request "
@@ -179,6 +185,8 @@ static int iwarp_params_read(void)
 		iwarp_params.crc = allow;
 	if (!fi_param_get_bool(&iwarp_prov, "rfc7306", &allow))
 		iwarp_params.rfc7306 = allow;
+	if (!fi_param_get_bool(&iwarp_prov, "shm", &allow))
+		iwarp_params.shm = allow;
 	if (!fi_param_get_int(&iwarp_prov, "mpa_rev", &val)) {
 		if (val == 1 || val == 2)
 			iwarp_params.mpa_rev = val;
@@ -256,6 +264,7 @@ void iwarp_params_fini(void)
 	iwarp_params.mpa_timeout_ms = 0;
 	iw_listen_set_defaults(0, 0);
 	iwarp_params.rdm_probe_ms = IWARP_RDM_PROBE_MS_DEFAULT;
+	iwarp_params.shm = 1;
 }
 
 void iwarp_engine_log(void *arg, int level, const char *msg)

@@ -197,7 +197,7 @@ int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
 		free(ep);
 		return -FI_ENOMEM;
 	}
-	ep->xp = &iwarp_rdm_iw_xport;
+	ep->xp = iwarp_params.shm ? &iwarp_rdm_shm_xport : &iwarp_rdm_iw_xport;
 	ep->name = dom->iface.addr;
 	if (info->src_addr && info->src_addrlen <= sizeof(ep->name))
 		memcpy(&ep->name, info->src_addr, info->src_addrlen);
