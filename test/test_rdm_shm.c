@@ -438,6 +438,7 @@ static pid_t spawn(int which, int me, pid_t a)
 /* Runs a case with n verdicts; B killed once A reached step 1 (kill). */
 static void run_case(int which, int n, const char *what)
 {
+	char log[64];
 	pid_t a, b;
 	int i;
 
@@ -450,6 +451,8 @@ static void run_case(int which, int n, const char *what)
 			kill(b, SIGKILL);
 		waitpid(b, NULL, 0);
 		bd->step[1] = 100;
+		snprintf(log, sizeof(log), "/tmp/iwshm-test-%d.log", (int)b);
+		unlink(log);	/* B could not */
 	}
 	tap_child(a, 120, what);
 	if (which != C_KILL)
