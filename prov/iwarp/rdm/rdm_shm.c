@@ -435,6 +435,8 @@ static void shm_broken(struct shm_conn *c, const char *why)
  * closed so the peer hears of it, a fresh one waits for new work. */
 static void shm_teardown(struct shm_conn *c)
 {
+	struct iwarp_rdm_xconn *fresh;
+
 	FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
 		"RDM peer %s: shared memory violated (%s): connection "
 		"closed, its operations fail\n", c->name, c->why);
@@ -442,9 +444,12 @@ static void shm_teardown(struct shm_conn *c)
 	if (c->fwd_up)
 		c->se->up->lost(c->peer, FI_EIO);
 	c->fwd_up = false;
-	iw->peer_close(c->iw);
-	c->iw = iw->peer_open(c->se->iw, (struct iwarp_rdm_peer *)(void *)c,
+	fresh = iw->peer_open(c->se->iw, (struct iwarp_rdm_peer *)(void *)c,
 			      &c->addr);
+	if (!fresh)
+		return;	/* no memory: the old connection stays, on TCP */
+	iw->peer_close(c->iw);
+	c->iw = fresh;
 }
 
 /* ---- producing into the peer's ring */
