@@ -11,10 +11,11 @@
  * - FI_IWARP_SHM=0 on one side keeps both on TCP (nothing mapped);
  * - B killed (SIGKILL) while A's 4 MiB send waits for it: that send ends
  *   with an error completion carrying its context, no hang;
- * - B writes random bytes over A's ring: A names the violation in a
- *   warning, fails its pending send, survives (an ASan build checks
- *   nothing is read or written out of bounds), and the two talk again
- *   on a new connection;
+ * - B writes random bytes over A's ring, or publishes slots of random
+ *   bytes with the transport's types and random lengths: A names the
+ *   violation in a warning, fails its pending send, survives (an ASan
+ *   build checks nothing is read or written out of bounds), and the two
+ *   talk again on a new connection;
  * - /dev/shm too small for a segment (a private tmpfs of 64 KiB; needs
  *   CAP_SYS_ADMIN, else skipped): a warning, and both stay on TCP;
  * - no segment of any of these processes is left in /dev/shm.
@@ -322,8 +323,38 @@ static void drive(struct ep *e, double secs)
 			fi_cq_readerr(e->cq, &err, 0);
 }
 
-/* B scribbles over A's ring. */
-static void scribble(pid_t owner)
+/* The segment layout (fi_iwarp.7): the producer counter at 64, slots of
+ * 8 KiB from 256, each a type, a length and 8 spare octets first. */
+#define SEG_HEAD 64
+#define SEG_SLOTS 256
+#define SLOT 8192
+#define NSLOT 64
+
+/* B publishes n slots of random bytes, with types of the transport and
+ * random lengths, in A's ring as its producer would. */
+static void forge(uint8_t *seg, int n)
+{
+	uint64_t head = __atomic_load_n((uint64_t *)(seg + SEG_HEAD),
+					__ATOMIC_ACQUIRE);
+	int i, k;
+
+	srand(12345);
+	for (i = 0; i < n; i++) {
+		uint8_t *s = seg + SEG_SLOTS + ((head + i) % NSLOT) * SLOT;
+		uint32_t type = 1 + (uint32_t)rand() % 6;
+		uint32_t len = (uint32_t)rand() % (SLOT + 64);
+
+		for (k = 0; k < SLOT; k++)
+			s[k] = (uint8_t)rand();
+		memcpy(s, &type, 4);
+		memcpy(s + 4, &len, 4);
+	}
+	__atomic_store_n((uint64_t *)(seg + SEG_HEAD), head + n,
+			 __ATOMIC_RELEASE);
+}
+
+/* B scribbles over A's ring: random bytes everywhere, or forged slots. */
+static void scribble(pid_t owner, bool frames)
 {
 	char line[512], want[64];
 	unsigned long lo, hi;
@@ -335,6 +366,10 @@ static void scribble(pid_t owner)
 		if (!strstr(line, want) ||
 		    sscanf(line, "%lx-%lx", &lo, &hi) != 2)
 			continue;
+		if (frames) {
+			forge((uint8_t *)lo, NSLOT / 2);
+			continue;
+		}
 		srand((unsigned)getpid());
 		for (p = (uint8_t *)lo; p < (uint8_t *)hi; p++)
 			*p = (uint8_t)rand();
@@ -343,8 +378,9 @@ static void scribble(pid_t owner)
 		fclose(f);
 }
 
-static void case_scribble(struct ep *e, int me, pid_t a)
+static void case_scribble(struct ep *e, int me, pid_t a, bool frames)
 {
+	const char *what = frames ? "forged slots" : "scribble";
 	static uint8_t big[BIG];
 	struct fi_cq_err_entry err;
 	void *ctx = NULL;
@@ -354,7 +390,7 @@ static void case_scribble(struct ep *e, int me, pid_t a)
 		return;
 	if (me) {
 		wait_step(0, 1, 20);
-		scribble(a);
+		scribble(a, frames);
 		bd->step[1] = 1;
 	} else {
 		r = fi_tsend(e->ep, big, BIG, NULL, e->peer, 9, big);
@@ -362,10 +398,10 @@ static void case_scribble(struct ep *e, int me, pid_t a)
 		wait_step(1, 1, 20);
 		r = r ? 0 : reap(e, 30, &err, &ctx);
 		verdict(0, r == -1 && ctx == big,
-			"scribble: A's pending send fails (%d) with its "
-			"context", err.err);
+			"%s: A's pending send fails (%d) with its context",
+			what, err.err);
 		verdict(1, log_has(e, "shared memory violated ("),
-			"scribble: A logs the violation");
+			"%s: A logs the violation", what);
 		bd->step[0] = 2;
 	}
 	/* B hears A closed the connection before it sends again */
@@ -374,8 +410,8 @@ static void case_scribble(struct ep *e, int me, pid_t a)
 	/* both survived; a new connection carries data again */
 	r = exchange(e, 65536, 5, me);
 	if (!me)
-		verdict(2, r, "scribble: afterwards A and B exchange 64 KiB "
-			"messages again");
+		verdict(2, r, "%s: afterwards A and B exchange 64 KiB "
+			"messages again", what);
 }
 
 static void case_full(struct ep *e, int me)
@@ -391,7 +427,7 @@ static void case_full(struct ep *e, int me)
 
 /* ---- the parent */
 
-enum { C_DATA, C_OFF, C_KILL, C_SCRIBBLE, C_FULL };
+enum { C_DATA, C_OFF, C_KILL, C_SCRIBBLE, C_FRAMES, C_FULL };
 
 static void child(int which, int me, pid_t a)
 {
@@ -410,7 +446,8 @@ static void child(int which, int me, pid_t a)
 	case C_DATA: case_data(&e, me); break;
 	case C_OFF: case_off(&e, me); break;
 	case C_KILL: case_kill(&e, me); break;
-	case C_SCRIBBLE: case_scribble(&e, me, a); break;
+	case C_SCRIBBLE: case_scribble(&e, me, a, false); break;
+	case C_FRAMES: case_scribble(&e, me, a, true); break;
 	case C_FULL: case_full(&e, me); break;
 	}
 	bd->step[me] = 100;
@@ -504,6 +541,7 @@ int main(void)
 	run_case(C_OFF, 4, "FI_IWARP_SHM=0 on one side");
 	run_case(C_KILL, 1, "kill");
 	run_case(C_SCRIBBLE, 3, "scribble");
+	run_case(C_FRAMES, 3, "forged slots");
 	tap_ok(left_in_dev_shm() == 0, "nothing of these %d processes is "
 	       "left in /dev/shm", npids);
 	run_full();
