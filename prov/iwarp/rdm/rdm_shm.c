@@ -215,7 +215,7 @@ struct shm_conn {
 	struct iwarp_list doneq;	/* sent messages to complete */
 	struct iwarp_pollable poll;
 	bool polled;
-	uint8_t *bounce;		/* a slot's payload, copied out */
+	uint8_t *bounce;		/* a slot's fixed fields, copied out */
 };
 
 static const struct iwarp_rdm_xport *const iw = &iwarp_rdm_iw_xport;
@@ -741,7 +741,7 @@ static void shm_rx_msg(struct shm_conn *c, const uint8_t *d,
 		shm_rx_msg_end(c);
 }
 
-/* Whether [p, p + n) within the requester's iov, converted, fits. */
+/* The requester's buffers of a request, as iovecs; their count. */
 static size_t shm_peer_iov(const struct shm_rma *r, struct iovec *v)
 {
 	size_t i;
