@@ -16,6 +16,9 @@
  *   violation in a warning, fails its pending send, survives (an ASan
  *   build checks nothing is read or written out of bounds), and the two
  *   talk again on a new connection;
+ * - 500 fetching atomics back to back, each waited for, against a target
+ *   that never calls libfabric (its progress thread alone answers them):
+ *   every one completes, in order, with the value before it;
  * - /dev/shm too small for a segment (a private tmpfs of 64 KiB; needs
  *   CAP_SYS_ADMIN, else skipped): a warning, and both stay on TCP;
  * - no segment of any of these processes is left in /dev/shm.
@@ -36,6 +39,7 @@
 #include <sys/mount.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -54,11 +58,13 @@ struct board {
 	volatile int ready[2];
 	volatile int step[2];		/* how far each side got */
 	volatile int v[MAXV];		/* 0 not reported, 1 ok, 2 failed */
+	uint64_t key, addr;		/* B's region for atomics */
 	char msg[MAXV][160];
 };
 
 static struct board *bd;
 static int vbase;			/* this case's first verdict */
+static uint64_t caps = FI_TAGGED;	/* FI_ATOMIC in the atomics case */
 
 struct ep {
 	struct fi_info *info;
@@ -111,8 +117,10 @@ static int ep_open(struct ep *e, int me)
 	setenv("FI_LOG_LEVEL", "info", 1);
 	hints->fabric_attr->prov_name = strdup("iwarp");
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED;
+	hints->caps = caps;
 	hints->addr_format = FI_SOCKADDR_IN;
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				      FI_MR_PROV_KEY;
 	ret = fi_getinfo(TEST_API, NULL, NULL, 0, hints, &e->info);
 	fi_freeinfo(hints);
 	if (!ret)
@@ -425,9 +433,55 @@ static void case_full(struct ep *e, int me)
 		"/dev/shm full: a warning, both on TCP, messages flow");
 }
 
+/*
+ * Many fetching atomics back to back, one at a time: A waits for each;
+ * B never calls into libfabric, so only its progress thread serves them.
+ */
+#define NATOMIC 500
+
+static void case_atomic(struct ep *e, int me)
+{
+	static uint32_t mem[2];
+	struct fi_cq_err_entry err;
+	struct fid_mr *mr = NULL;
+	uint32_t opnd, old = 0;
+	void *ctx = NULL;
+	int i, r = 1;
+
+	if (me) {
+		if (fi_mr_reg(e->domain, mem, sizeof(mem), FI_REMOTE_READ |
+			      FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL))
+			return;
+		mem[0] = UINT32_MAX;
+		bd->key = fi_mr_key(mr);
+		bd->addr = (uintptr_t)mem;
+		bd->step[1] = 1;
+		wait_step(0, 1, 600);
+		fi_close(&mr->fid);
+		return;
+	}
+	wait_step(1, 1, 30);
+	for (i = 0; i < NATOMIC && r == 1; i++) {
+		opnd = UINT32_MAX - 1 - (uint32_t)i;
+		r = fi_fetch_atomic(e->ep, &opnd, 1, NULL, &old, NULL, e->peer,
+				    bd->addr, bd->key, FI_UINT32, FI_MIN,
+				    &old) ? 0 : reap(e, 10, &err, &ctx);
+		if (r == 1 && (ctx != &old || old != opnd + 1))
+			r = 0;
+	}
+	bd->step[0] = 1;
+	verdict(0, r == 1 && i == NATOMIC, "atomics: %d fetching FI_MIN of "
+		"%d completed in order, the target served only by its "
+		"progress thread (at %d: %s)", i - (r != 1), NATOMIC, i,
+		r == 1 ? "none failed" : r ? fi_strerror(err.err) :
+		"no completion within 10 s or a wrong value");
+	verdict(1, log_has(e, ": shared memory ("),
+		"atomics: the peer is in shared memory");
+}
+
 /* ---- the parent */
 
-enum { C_DATA, C_OFF, C_KILL, C_SCRIBBLE, C_FRAMES, C_FULL };
+enum { C_DATA, C_OFF, C_KILL, C_SCRIBBLE, C_FRAMES, C_FULL, C_ATOMIC };
 
 static void child(int which, int me, pid_t a)
 {
@@ -437,6 +491,8 @@ static void child(int which, int me, pid_t a)
 	memset(&e, 0, sizeof(e));
 	if (which == C_OFF && me)
 		setenv("FI_IWARP_SHM", "0", 1);
+	if (which == C_ATOMIC)
+		caps = FI_TAGGED | FI_ATOMIC;
 	ret = ep_open(&e, me);
 	if (ret) {
 		fprintf(stderr, "endpoint: %d\n", ret);
@@ -449,6 +505,7 @@ static void child(int which, int me, pid_t a)
 	case C_SCRIBBLE: case_scribble(&e, me, a, false); break;
 	case C_FRAMES: case_scribble(&e, me, a, true); break;
 	case C_FULL: case_full(&e, me); break;
+	case C_ATOMIC: case_atomic(&e, me); break;
 	}
 	bd->step[me] = 100;
 	wait_step(!me, 100, 30);	/* the peer may still need us */
@@ -542,6 +599,7 @@ int main(void)
 	run_case(C_KILL, 1, "kill");
 	run_case(C_SCRIBBLE, 3, "scribble");
 	run_case(C_FRAMES, 3, "forged slots");
+	run_case(C_ATOMIC, 2, "atomics");
 	tap_ok(left_in_dev_shm() == 0, "nothing of these %d processes is "
 	       "left in /dev/shm", npids);
 	run_full();
