@@ -91,15 +91,21 @@ NAMES = {
     "fi_tcp_msg_conn": "tcp msg", "crc32c": "CRC32c",
     "fi_iwarp_msg_conn_key": "iwarp msg, job key",
     "fi_iwarp_rdm_lat_key": "iwarp rdm, job key",
+    "fi_iwarp_rdm_lat_shm": "iwarp rdm shm", "fi_iwarp_rdm_bw_shm":
+    "iwarp rdm shm", "mpi_iwarpshm_lat": "MPI iwarp shm",
+    "mpi_vader_lat": "MPI ob1 vader", "mpi_iwarpshm_bw": "MPI iwarp shm",
+    "mpi_vader_bw": "MPI ob1 vader",
 }
 
 LAT = ["raw_lat", "pp_iwarp_msg", "pp_tcp_msg", "pp_iwarp_rdm", "pp_tcp_rdm"]
 FILAT = ["raw_lat", "fi_iwarp_msg_lat", "fi_tcp_msg_lat", "fi_iwarp_rdm_lat",
-         "fi_iwarp_rdm_lat_key", "fi_tcp_rdm_lat"]
+         "fi_iwarp_rdm_lat_key", "fi_tcp_rdm_lat", "fi_iwarp_rdm_lat_shm"]
 BW = ["raw_bw", "fi_iwarp_msg_bw", "fi_iwarp_msg_bw_crc", "fi_tcp_msg_bw",
-      "fi_iwarp_rdm_bw", "fi_tcp_rdm_bw"]
-MPILAT = ["mpi_iwarp_lat", "mpi_tcpofi_lat", "mpi_ob1_lat"]
-MPIBW = ["mpi_iwarp_bw", "mpi_tcpofi_bw", "mpi_ob1_bw"]
+      "fi_iwarp_rdm_bw", "fi_tcp_rdm_bw", "fi_iwarp_rdm_bw_shm"]
+MPILAT = ["mpi_iwarp_lat", "mpi_tcpofi_lat", "mpi_ob1_lat",
+          "mpi_iwarpshm_lat", "mpi_vader_lat"]
+MPIBW = ["mpi_iwarp_bw", "mpi_tcpofi_bw", "mpi_ob1_bw", "mpi_iwarpshm_bw",
+         "mpi_vader_bw"]
 
 print("## iwarp benchmark (loopback)\n")
 print("%s repeats, configurations interleaved in each (in reverse order "
@@ -207,6 +213,12 @@ target("RDM 1 MiB bandwidth / raw TCP stream", ("fi_iwarp_rdm_bw", M),
        ("raw_bw", M), 0.9, False)
 target("MPI 8 B latency / Open MPI ob1 TCP", ("mpi_iwarp_lat", 8),
        ("mpi_ob1_lat", 8), 0.9, True)
+target("MPI 8 B latency, same host: iwarp shm / ob1 vader",
+       ("mpi_iwarpshm_lat", 8), ("mpi_vader_lat", 8), 2.0, True)
+target("MPI 64 KiB bandwidth, same host: iwarp shm / ob1 vader",
+       ("mpi_iwarpshm_bw", 65536), ("mpi_vader_bw", 65536), 0.8, False)
+target("MPI 1 MiB bandwidth, same host: iwarp shm / ob1 vader",
+       ("mpi_iwarpshm_bw", M), ("mpi_vader_bw", M), 0.8, False)
 target("MPI 1 MiB bandwidth / MPI over libfabric tcp", ("mpi_iwarp_bw", M),
        ("mpi_tcpofi_bw", M), 1.0, False)
 target("MPI 1 MiB bandwidth / raw TCP stream", ("mpi_iwarp_bw", M),

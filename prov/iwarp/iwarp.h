@@ -96,6 +96,7 @@ struct iwarp_params {
 	int bind_progress;	/* progress thread on its NIC's NUMA node */
 	char *sysfs_root;	/* NULL: /sys */
 	char *hwloc_xml;	/* NULL: the live topology */
+	int shm;		/* same-host RDM peers over shared memory */
 };
 
 #define IWARP_RDM_PROBE_MS_DEFAULT 2000

@@ -20,6 +20,7 @@ struct iwarp_params iwarp_params = {
 	.mpa_rev = 2,
 	.rdm_probe_ms = IWARP_RDM_PROBE_MS_DEFAULT,
 	.bind_progress = 1,
+	.shm = 1,
 };
 
 static void iwarp_params_define(void)
@@ -81,6 +82,11 @@ static void iwarp_params_define_conn(void)
 			"the MPA Reply before its first FPDU (the RTR, or the "
 			"first message without one): Linux siw misses FPDUs "
 			"that arrive right behind its Reply (default: 0)");
+	fi_param_define(&iwarp_prov, "shm", FI_PARAM_BOOL,
+			"Carry RDM traffic with peers in the same boot and "
+			"network namespace through shared memory (rings in "
+			"/dev/shm, process_vm_readv/writev); otherwise every "
+			"peer is reached over TCP (default: true)");
 	fi_param_define(&iwarp_prov, "rdm_probe_ms", FI_PARAM_INT,
 			"Milliseconds an RDM endpoint waits for a live peer "
 			"connection to answer a probe before a request "
@@ -227,6 +233,8 @@ static int iwarp_params_read(void)
 		iwarp_params.rfc7306 = allow;
 	if (!fi_param_get_bool(&iwarp_prov, "mr_app_keys", &allow))
 		iwarp_params.mr_app_keys = allow;
+	if (!fi_param_get_bool(&iwarp_prov, "shm", &allow))
+		iwarp_params.shm = allow;
 	if (!fi_param_get_int(&iwarp_prov, "mpa_rev", &val)) {
 		if (val == 1 || val == 2)
 			iwarp_params.mpa_rev = val;
@@ -313,6 +321,7 @@ void iwarp_params_fini(void)
 	iwarp_params.sysfs_root = NULL;
 	free(iwarp_params.hwloc_xml);
 	iwarp_params.hwloc_xml = NULL;
+	iwarp_params.shm = 1;
 }
 
 void iwarp_engine_log(void *arg, int level, const char *msg)

@@ -198,7 +198,10 @@ int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
 		free(ep);
 		return -FI_ENOMEM;
 	}
-	ep->xp = &iwarp_rdm_iw_xport;
+	ep->xp = iwarp_params.shm ? &iwarp_rdm_shm_xport : &iwarp_rdm_iw_xport;
+	if (!iwarp_params.shm)
+		FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL, "RDM endpoint: every peer "
+			"over TCP, same-host ones too (FI_IWARP_SHM=0)\n");
 	ep->name = dom->iface.addr;
 	if (info->src_addr && info->src_addrlen <= sizeof(ep->name))
 		memcpy(&ep->name, info->src_addr, info->src_addrlen);

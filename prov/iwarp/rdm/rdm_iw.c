@@ -185,7 +185,8 @@ static void rdm_iw_pdata(struct iwarp_rdm_xep *xe, uint8_t *buf,
 {
 	struct iwarp_rdm_pdata d = {
 		.version = IWARP_RDM_VERSION | flags |
-			   (iwarp_params.rfc7306 ? IWARP_RDM_RFC7306 : 0),
+			   (iwarp_params.rfc7306 ? IWARP_RDM_RFC7306 : 0) |
+			   (xe->shm ? IWARP_RDM_SHM : 0),
 		.addr = xe->name,
 		.instance = xe->instance,
 	};
@@ -478,6 +479,7 @@ static void rdm_iw_reply_in(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 		memset(&them, 0, sizeof(them));
 	offers = them.version & IWARP_RDM_RFC7306;
 	c->rfc7306 = rdm_iw_atomics_on(qp, offers);
+	c->shm = them.version & IWARP_RDM_SHM;
 	/* who answered: a later request claiming a restart is checked
 	 * against it */
 	if (them.instance)
@@ -677,6 +679,8 @@ static void rdm_iw_peer_request(struct iwarp_rdm_xconn *c,
 		"RDM peer %s: request; ours %s up %d cmp %d -> %s\n",
 		c->name, rdm_iw_label(c->qp), c->up, cmp,
 		refuse ? "reject" : "accept");
+	if (!refuse)
+		c->shm = them->version & IWARP_RDM_SHM;
 	if (refuse)
 		rdm_iw_reject(c->xe, req, IWARP_RDM_COLLISION);
 	else
@@ -811,6 +815,21 @@ static void rdm_iw_shutdown(struct iwarp_rdm_xep *xe)
 	free(xe->dead);
 	OPENSSL_cleanse(&xe->key, sizeof(xe->key));
 	free(xe);
+}
+
+void iwarp_rdm_iw_offer_shm(struct iwarp_rdm_xep *xe)
+{
+	xe->shm = true;
+}
+
+bool iwarp_rdm_iw_peer_shm(const struct iwarp_rdm_xconn *c)
+{
+	return c->shm;
+}
+
+void iwarp_rdm_iw_quiet(struct iwarp_rdm_xconn *c, bool quiet)
+{
+	c->poll.rare = quiet;
 }
 
 const struct iwarp_rdm_xport iwarp_rdm_iw_xport = {
@@ -1063,6 +1082,7 @@ static void rdm_iw_replace(struct iwarp_rdm_xconn *c, struct iw_conn_req *req)
 		c->xe->up->lost(c->peer, FI_EIO);
 	}
 	c->instance = c->nc_instance;
+	c->shm = c->nc_shm;
 	rdm_iw_accept_into(c, req, false, c->nc_rfc7306, NULL);
 }
 
@@ -1168,6 +1188,7 @@ void rdm_iw_claim(struct iwarp_rdm_xconn *c, struct iw_conn_req *req,
 	memcpy(c->nc_from, from, sizeof(from));
 	c->nc_instance = them->instance;
 	c->nc_rfc7306 = them->version & IWARP_RDM_RFC7306;
+	c->nc_shm = them->version & IWARP_RDM_SHM;
 	if (!apd) {
 		rdm_iw_hold(c, req);
 		return;
@@ -1198,6 +1219,7 @@ void rdm_iw_promote(struct iwarp_rdm_xconn *c)
 	c->initiated = false;
 	c->instance = c->nc_instance;
 	c->rfc7306 = iwarp_params.rfc7306 && c->nc_rfc7306;
+	c->shm = c->nc_shm;
 	if (c->up) {
 		c->up = false;
 		c->xe->up->lost(c->peer, FI_EIO);

@@ -41,6 +41,7 @@ struct iwarp_rdm_xep {
 	struct iwarp_auth_key key;	/* len 0: no job key */
 	struct iw_listener *l;
 	struct iwarp_pollable lpoll;
+	bool shm;			/* offer shared memory (rdm_shm.c) */
 	struct iw_qp **dead;		/* QPs to destroy outside callbacks */
 	size_t ndead, deadcap;
 };
@@ -68,6 +69,7 @@ struct iwarp_rdm_xconn {
 	struct iw_qp *rx_qp;
 	bool rx_polled;			/* rx_poll is registered */
 	bool rfc7306;			/* the peer announced RFC 7306 */
+	bool shm;			/* ... shared memory (qp's peer) */
 	bool initiated;			/* qp is our connect, not an accept */
 	bool up;
 	struct iwarp_pollable poll, rx_poll;
@@ -81,6 +83,7 @@ struct iwarp_rdm_xconn {
 	bool candidate;			/* key: rx_qp, until it proves it */
 	uint64_t nc_instance;
 	bool nc_rfc7306;
+	bool nc_shm;
 	char nc_from[64];		/* its TCP source, for log lines */
 	uint64_t probe_until;		/* a probe is out until then */
 };

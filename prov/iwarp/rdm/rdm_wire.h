@@ -17,6 +17,7 @@
 #define IWARP_RDM_COLLISION 0x80
 #define IWARP_RDM_RFC7306 0x40		/* executes RFC 7306 atomics */
 #define IWARP_RDM_KEYREF 0x20		/* Reject: refused for the job key */
+#define IWARP_RDM_SHM 0x10		/* offers shared memory on one host */
 #define IWARP_RDM_CREDITS 64		/* eager window per peer */
 
 enum iwarp_rdm_op {

@@ -127,5 +127,15 @@ struct iwarp_rdm_xport {
 };
 
 extern const struct iwarp_rdm_xport iwarp_rdm_iw_xport;
+/* The same-host transport (rdm_shm.c): iWARP connects, then peers on
+ * one host and network namespace move to shared memory. */
+extern const struct iwarp_rdm_xport iwarp_rdm_shm_xport;
+/* What rdm_shm.c asks of the iWARP transport beneath it: its connection
+ * data offers shared memory; whether the connected peer offered it. */
+void iwarp_rdm_iw_offer_shm(struct iwarp_rdm_xep *xe);
+bool iwarp_rdm_iw_peer_shm(const struct iwarp_rdm_xconn *c);
+/* An idle connection (the data goes elsewhere): polled only every
+ * IWARP_RARE_EVERY progress calls, so a busy loop makes no syscalls. */
+void iwarp_rdm_iw_quiet(struct iwarp_rdm_xconn *c, bool quiet);
 
 #endif /* IWARP_RDM_XPORT_H */

@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The same-host transport of FI_EP_RDM (rdm_shm.c) between real
+ * processes, through the public libfabric API. Each case forks two
+ * endpoint processes A and B; they meet through a shared page of the
+ * parent, which also holds their verdicts, so a child that crashes or
+ * hangs leaves failures, never missing lines:
+ * - tagged messages of 8 B, 64 KiB (eager) and 4 MiB (rendezvous) arrive
+ *   intact both ways, and the peer is in shared memory: a segment in
+ *   /dev/shm is mapped and already unlinked;
+ * - FI_IWARP_SHM=0 on one side keeps both on TCP (nothing mapped);
+ * - B killed (SIGKILL) while A's 4 MiB send waits for it: that send ends
+ *   with an error completion carrying its context, no hang;
+ * - B writes random bytes over A's ring, or publishes slots of random
+ *   bytes with the transport's types and random lengths: A names the
+ *   violation in a warning, fails its pending send, survives (an ASan
+ *   build checks nothing is read or written out of bounds), and the two
+ *   talk again on a new connection;
+ * - 500 fetching atomics back to back, each waited for, against a target
+ *   that never calls libfabric (its progress thread alone answers them):
+ *   every one completes, in order, with the value before it;
+ * - /dev/shm too small for a segment (a private tmpfs of 64 KiB; needs
+ *   CAP_SYS_ADMIN, else skipped): a warning, and both stay on TCP;
+ * - no segment of any of these processes is left in /dev/shm.
+ *
+ * Needs FI_PROVIDER_PATH pointing at the directory of libiwarp-fi.so.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "tap.h"
+#include "fi_api.h"
+
+#define BIG (4u << 20)
+#define MAXV 16
+
+/* What the parent and both children share. */
+struct board {
+	struct sockaddr_in name[2];	/* A's and B's, once open */
+	volatile int ready[2];
+	volatile int step[2];		/* how far each side got */
+	volatile int v[MAXV];		/* 0 not reported, 1 ok, 2 failed */
+	uint64_t key, addr;		/* B's region for atomics */
+	char msg[MAXV][160];
+};
+
+static struct board *bd;
+static int vbase;			/* this case's first verdict */
+static uint64_t caps = FI_TAGGED;	/* FI_ATOMIC in the atomics case */
+
+struct ep {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_ep *ep;
+	struct fid_cq *cq;
+	struct fid_av *av;
+	fi_addr_t peer;
+	char log[64];
+};
+
+static void verdict(int i, bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(bd->msg[vbase + i], sizeof(bd->msg[0]), fmt, ap);
+	va_end(ap);
+	bd->v[vbase + i] = ok ? 1 : 2;
+}
+
+/* Waits (bounded) until the other side reached step s. */
+static bool wait_step(int other, int s, double secs)
+{
+	double end = tap_now() + secs;
+
+	while (bd->step[other] < s && tap_now() < end)
+		usleep(1000);
+	return bd->step[other] >= s;
+}
+
+/* Opens an endpoint, logs to a file of its own, meets the peer. */
+static int ep_open(struct ep *e, int me)
+{
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_info *hints = fi_allocinfo();
+	size_t len = sizeof(bd->name[0]);
+	double end;
+	int fd, ret;
+
+	snprintf(e->log, sizeof(e->log), "/tmp/iwshm-test-%d.log", getpid());
+	fd = open(e->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd >= 0) {
+		dup2(fd, 2);
+		close(fd);
+	}
+	setenv("FI_IWARP_IFACE", "lo", 1);
+	setenv("FI_LOG_LEVEL", "info", 1);
+	hints->fabric_attr->prov_name = strdup("iwarp");
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = caps;
+	hints->addr_format = FI_SOCKADDR_IN;
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				      FI_MR_PROV_KEY;
+	ret = fi_getinfo(TEST_API, NULL, NULL, 0, hints, &e->info);
+	fi_freeinfo(hints);
+	if (!ret)
+		ret = fi_fabric(e->info->fabric_attr, &e->fabric, NULL);
+	if (!ret)
+		ret = fi_domain(e->fabric, e->info, &e->domain, NULL);
+	if (!ret)
+		ret = fi_endpoint(e->domain, e->info, &e->ep, NULL);
+	if (!ret)
+		ret = fi_cq_open(e->domain, &cq_attr, &e->cq, NULL);
+	if (!ret)
+		ret = fi_av_open(e->domain, &av_attr, &e->av, NULL);
+	if (!ret)
+		ret = fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!ret)
+		ret = fi_ep_bind(e->ep, &e->av->fid, 0);
+	if (!ret)
+		ret = fi_enable(e->ep);
+	if (!ret)
+		ret = fi_getname(&e->ep->fid, &bd->name[me], &len);
+	if (ret)
+		return ret;
+	bd->ready[me] = 1;
+	end = tap_now() + 20;
+	while (!bd->ready[!me] && tap_now() < end)
+		usleep(1000);
+	if (!bd->ready[!me])
+		return -FI_ETIMEDOUT;
+	return fi_av_insert(e->av, &bd->name[!me], 1, &e->peer, 0, NULL) == 1 ?
+	       0 : -FI_EINVAL;
+}
+
+/* One completion (1), an error (-1, *err filled) or nothing (0). */
+static int reap(struct ep *e, double secs, struct fi_cq_err_entry *err,
+		void **ctx)
+{
+	struct fi_cq_tagged_entry c;
+	double end = tap_now() + secs;
+
+	while (tap_now() < end) {
+		ssize_t n = fi_cq_read(e->cq, &c, 1);
+
+		if (n == 1) {
+			*ctx = c.op_context;
+			return 1;
+		}
+		if (n == -FI_EAVAIL) {
+			memset(err, 0, sizeof(*err));
+			fi_cq_readerr(e->cq, err, 0);
+			*ctx = err->op_context;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void fill(uint8_t *p, size_t n, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 131 + seed * 7 + (i >> 9));
+}
+
+/* Sends len octets tagged tag and receives as many; true when both
+ * completed and the data is what the peer's fill() made. */
+static bool exchange(struct ep *e, size_t len, uint64_t tag, int me)
+{
+	uint8_t *out = malloc(len ? len : 1), *in = calloc(1, len ? len : 1);
+	struct fi_cq_err_entry err;
+	uint8_t *want = malloc(len ? len : 1);
+	int got = 0, i, r;
+	void *ctx;
+	bool ok = out && in && want;
+
+	if (ok) {
+		fill(out, len, (unsigned)me + (unsigned)tag);
+		fill(want, len, (unsigned)!me + (unsigned)tag);
+		ok = !fi_trecv(e->ep, in, len, NULL, e->peer, tag, 0, in) &&
+		     !fi_tsend(e->ep, out, len, NULL, e->peer, tag, out);
+	}
+	for (i = 0; ok && i < 2; i++) {
+		r = reap(e, 30, &err, &ctx);
+		ok = r == 1 && (ctx == in || ctx == out);
+		got += ok;
+	}
+	ok = ok && got == 2 && !memcmp(in, want, len);
+	free(out);
+	free(in);
+	free(want);
+	return ok;
+}
+
+/* Whether this process maps a segment of the transport, unlinked. */
+static int shm_mapped(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "/dev/shm/iwarp-shm-") &&
+		    strstr(line, "(deleted)"))
+			n++;
+	fclose(f);
+	return n;
+}
+
+static bool log_has(const struct ep *e, const char *what)
+{
+	char line[1024];
+	bool found = false;
+	FILE *f;
+
+	fflush(stderr);
+	f = fopen(e->log, "r");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, what) != NULL;
+	fclose(f);
+	return found;
+}
+
+static void ep_close(struct ep *e)
+{
+	if (e->ep)
+		fi_close(&e->ep->fid);
+	if (e->av)
+		fi_close(&e->av->fid);
+	if (e->cq)
+		fi_close(&e->cq->fid);
+	if (e->domain)
+		fi_close(&e->domain->fid);
+	if (e->fabric)
+		fi_close(&e->fabric->fid);
+	fi_freeinfo(e->info);
+	unlink(e->log);
+}
+
+/* ---- the cases, as each child runs them */
+
+/* 0: data both ways; 1: in shared memory */
+static void case_data(struct ep *e, int me)
+{
+	bool ok = exchange(e, 8, 1, me) && exchange(e, 65536, 2, me) &&
+		  exchange(e, BIG, 3, me);
+	int m = shm_mapped();
+
+	if (me)
+		return;
+	verdict(0, ok, "shm: 8 B, 64 KiB and 4 MiB tagged messages arrive "
+		"intact both ways");
+	verdict(1, ok && m == 2 && log_has(e, ": shared memory ("),
+		"shm: the peer is in shared memory (%d segments mapped and "
+		"unlinked, the choice logged)", m);
+}
+
+/* B off: 0 data, 1 nothing mapped on either side */
+static void case_off(struct ep *e, int me)
+{
+	bool ok = exchange(e, 8, 1, me) && exchange(e, BIG, 3, me);
+	int m = shm_mapped();
+
+	verdict(me * 2, ok, "FI_IWARP_SHM=0 on B: messages flow (%s)",
+		me ? "B" : "A");
+	/* B runs the iWARP transport alone: no choice to log */
+	verdict(me * 2 + 1, m == 0 && (me || log_has(e, ": TCP (")),
+		"FI_IWARP_SHM=0 on B: %s maps no segment (%d)%s",
+		me ? "B" : "A", m, me ? "" : ", logs TCP");
+}
+
+/* B is killed while A's rendezvous send waits for its FIN. */
+static void case_kill(struct ep *e, int me)
+{
+	static uint8_t big[BIG];
+	struct fi_cq_err_entry err;
+	double t0;
+	void *ctx = NULL;
+	int r;
+
+	if (!exchange(e, 8, 1, me) || me) {
+		if (me)
+			pause();	/* until killed */
+		return;
+	}
+	r = fi_tsend(e->ep, big, BIG, NULL, e->peer, 9, big);
+	bd->step[0] = 1;	/* the parent kills B now */
+	t0 = tap_now();
+	r = r ? 0 : reap(e, 30, &err, &ctx);
+	verdict(0, r == -1 && ctx == big && err.err,
+		"kill: the 4 MiB send to the killed peer ends in an error "
+		"(%d, %s) with its context after %.1f s", err.err,
+		fi_strerror(err.err), tap_now() - t0);
+}
+
+/* Drives progress for secs, whatever completes. */
+static void drive(struct ep *e, double secs)
+{
+	struct fi_cq_tagged_entry c;
+	struct fi_cq_err_entry err;
+	double end = tap_now() + secs;
+
+	while (tap_now() < end)
+		if (fi_cq_read(e->cq, &c, 1) == -FI_EAVAIL)
+			fi_cq_readerr(e->cq, &err, 0);
+}
+
+/* The segment layout (fi_iwarp.7): the producer counter at 64, slots of
+ * 8 KiB from 256, each a type, a length and 8 spare octets first. */
+#define SEG_HEAD 64
+#define SEG_SLOTS 256
+#define SLOT 8192
+#define NSLOT 64
+
+/* B publishes n slots of random bytes, with types of the transport and
+ * random lengths, in A's ring as its producer would. */
+static void forge(uint8_t *seg, int n)
+{
+	uint64_t head = __atomic_load_n((uint64_t *)(seg + SEG_HEAD),
+					__ATOMIC_ACQUIRE);
+	int i, k;
+
+	srand(12345);
+	for (i = 0; i < n; i++) {
+		uint8_t *s = seg + SEG_SLOTS + ((head + i) % NSLOT) * SLOT;
+		uint32_t type = 1 + (uint32_t)rand() % 6;
+		uint32_t len = (uint32_t)rand() % (SLOT + 64);
+
+		for (k = 0; k < SLOT; k++)
+			s[k] = (uint8_t)rand();
+		memcpy(s, &type, 4);
+		memcpy(s + 4, &len, 4);
+	}
+	__atomic_store_n((uint64_t *)(seg + SEG_HEAD), head + n,
+			 __ATOMIC_RELEASE);
+}
+
+/* B scribbles over A's ring: random bytes everywhere, or forged slots. */
+static void scribble(pid_t owner, bool frames)
+{
+	char line[512], want[64];
+	unsigned long lo, hi;
+	FILE *f = fopen("/proc/self/maps", "r");
+	uint8_t *p;
+
+	snprintf(want, sizeof(want), "/dev/shm/iwarp-shm-%d-", (int)owner);
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strstr(line, want) ||
+		    sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+			continue;
+		if (frames) {
+			forge((uint8_t *)lo, NSLOT / 2);
+			continue;
+		}
+		srand((unsigned)getpid());
+		for (p = (uint8_t *)lo; p < (uint8_t *)hi; p++)
+			*p = (uint8_t)rand();
+	}
+	if (f)
+		fclose(f);
+}
+
+static void case_scribble(struct ep *e, int me, pid_t a, bool frames)
+{
+	const char *what = frames ? "forged slots" : "scribble";
+	static uint8_t big[BIG];
+	struct fi_cq_err_entry err;
+	void *ctx = NULL;
+	int r;
+
+	if (!exchange(e, 8, 1, me))
+		return;
+	if (me) {
+		wait_step(0, 1, 20);
+		scribble(a, frames);
+		bd->step[1] = 1;
+	} else {
+		r = fi_tsend(e->ep, big, BIG, NULL, e->peer, 9, big);
+		bd->step[0] = 1;
+		wait_step(1, 1, 20);
+		r = r ? 0 : reap(e, 30, &err, &ctx);
+		verdict(0, r == -1 && ctx == big,
+			"%s: A's pending send fails (%d) with its context",
+			what, err.err);
+		verdict(1, log_has(e, "shared memory violated ("),
+			"%s: A logs the violation", what);
+		bd->step[0] = 2;
+	}
+	/* B hears A closed the connection before it sends again */
+	if (me && wait_step(0, 2, 40))
+		drive(e, 1);
+	/* both survived; a new connection carries data again */
+	r = exchange(e, 65536, 5, me);
+	if (!me)
+		verdict(2, r, "%s: afterwards A and B exchange 64 KiB "
+			"messages again", what);
+}
+
+static void case_full(struct ep *e, int me)
+{
+	bool ok = exchange(e, 8, 1, me) && exchange(e, BIG, 3, me);
+
+	if (me)
+		return;
+	verdict(0, ok && shm_mapped() == 0 &&
+		log_has(e, "no shared memory segment"),
+		"/dev/shm full: a warning, both on TCP, messages flow");
+}
+
+/*
+ * Many fetching atomics back to back, one at a time: A waits for each;
+ * B never calls into libfabric, so only its progress thread serves them.
+ */
+#define NATOMIC 500
+
+static void case_atomic(struct ep *e, int me)
+{
+	static uint32_t mem[2];
+	struct fi_cq_err_entry err;
+	struct fid_mr *mr = NULL;
+	uint32_t opnd, old = 0;
+	void *ctx = NULL;
+	int i, r = 1;
+
+	if (me) {
+		if (fi_mr_reg(e->domain, mem, sizeof(mem), FI_REMOTE_READ |
+			      FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL))
+			return;
+		mem[0] = UINT32_MAX;
+		bd->key = fi_mr_key(mr);
+		bd->addr = (uintptr_t)mem;
+		bd->step[1] = 1;
+		wait_step(0, 1, 600);
+		fi_close(&mr->fid);
+		return;
+	}
+	wait_step(1, 1, 30);
+	for (i = 0; i < NATOMIC && r == 1; i++) {
+		opnd = UINT32_MAX - 1 - (uint32_t)i;
+		r = fi_fetch_atomic(e->ep, &opnd, 1, NULL, &old, NULL, e->peer,
+				    bd->addr, bd->key, FI_UINT32, FI_MIN,
+				    &old) ? 0 : reap(e, 10, &err, &ctx);
+		if (r == 1 && (ctx != &old || old != opnd + 1))
+			r = 0;
+	}
+	bd->step[0] = 1;
+	verdict(0, r == 1 && i == NATOMIC, "atomics: %d fetching FI_MIN of "
+		"%d completed in order, the target served only by its "
+		"progress thread (at %d: %s)", i - (r != 1), NATOMIC, i,
+		r == 1 ? "none failed" : r ? fi_strerror(err.err) :
+		"no completion within 10 s or a wrong value");
+	verdict(1, log_has(e, ": shared memory ("),
+		"atomics: the peer is in shared memory");
+}
+
+/* ---- the parent */
+
+enum { C_DATA, C_OFF, C_KILL, C_SCRIBBLE, C_FRAMES, C_FULL, C_ATOMIC };
+
+static void child(int which, int me, pid_t a)
+{
+	struct ep e;
+	int ret;
+
+	memset(&e, 0, sizeof(e));
+	if (which == C_OFF && me)
+		setenv("FI_IWARP_SHM", "0", 1);
+	if (which == C_ATOMIC)
+		caps = FI_TAGGED | FI_ATOMIC;
+	ret = ep_open(&e, me);
+	if (ret) {
+		fprintf(stderr, "endpoint: %d\n", ret);
+		_exit(3);
+	}
+	switch (which) {
+	case C_DATA: case_data(&e, me); break;
+	case C_OFF: case_off(&e, me); break;
+	case C_KILL: case_kill(&e, me); break;
+	case C_SCRIBBLE: case_scribble(&e, me, a, false); break;
+	case C_FRAMES: case_scribble(&e, me, a, true); break;
+	case C_FULL: case_full(&e, me); break;
+	case C_ATOMIC: case_atomic(&e, me); break;
+	}
+	bd->step[me] = 100;
+	wait_step(!me, 100, 30);	/* the peer may still need us */
+	ep_close(&e);
+	_exit(0);
+}
+
+static pid_t pids[64];
+static int npids;
+
+static pid_t spawn(int which, int me, pid_t a)
+{
+	pid_t p;
+
+	fflush(stdout);
+	p = fork();
+	if (p == 0)
+		child(which, me, a);
+	if (p > 0 && npids < 64)
+		pids[npids++] = p;
+	return p;
+}
+
+/* Runs a case with n verdicts; B killed once A reached step 1 (kill). */
+static void run_case(int which, int n, const char *what)
+{
+	char log[64];
+	pid_t a, b;
+	int i;
+
+	memset(bd, 0, sizeof(*bd));
+	vbase = 0;
+	a = spawn(which, 0, 0);
+	b = spawn(which, 1, a);
+	if (which == C_KILL) {
+		if (wait_step(0, 1, 30) && b > 0)
+			kill(b, SIGKILL);
+		waitpid(b, NULL, 0);
+		bd->step[1] = 100;
+		snprintf(log, sizeof(log), "/tmp/iwshm-test-%d.log", (int)b);
+		unlink(log);	/* B could not */
+	}
+	tap_child(a, 120, what);
+	if (which != C_KILL)
+		tap_child(b, 120, what);
+	for (i = 0; i < n; i++)
+		tap_ok(bd->v[i] == 1, "%s", bd->v[i] ? bd->msg[i] :
+		       "(a verdict never reported)");
+}
+
+static int left_in_dev_shm(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *de;
+	char want[64];
+	int i, n = 0;
+
+	while (d && (de = readdir(d)))
+		for (i = 0; i < npids; i++) {
+			snprintf(want, sizeof(want), "iwarp-shm-%d-",
+				 (int)pids[i]);
+			n += !strncmp(de->d_name, want, strlen(want));
+		}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Last: this process moves to a mount namespace of its own with a
+ * 64 KiB /dev/shm, too small for a segment. */
+static void run_full(void)
+{
+	if (unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=64k")) {
+		tap_skip_n(3, "/dev/shm full: no private /dev/shm (%s)",
+			   strerror(errno));
+		return;
+	}
+	run_case(C_FULL, 1, "/dev/shm full");
+}
+
+int main(void)
+{
+	bd = mmap(NULL, sizeof(*bd), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (bd == MAP_FAILED)
+		return 1;
+	run_case(C_DATA, 2, "shm data");
+	run_case(C_OFF, 4, "FI_IWARP_SHM=0 on one side");
+	run_case(C_KILL, 1, "kill");
+	run_case(C_SCRIBBLE, 3, "scribble");
+	run_case(C_FRAMES, 3, "forged slots");
+	run_case(C_ATOMIC, 2, "atomics");
+	tap_ok(left_in_dev_shm() == 0, "nothing of these %d processes is "
+	       "left in /dev/shm", npids);
+	run_full();
+	return tap_done();
+}
