@@ -190,6 +190,7 @@ int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
 {
 	struct iwarp_domain *dom = iwarp_domain_of(&domain->fid);
 	struct iwarp_rdm_ep *ep = calloc(1, sizeof(*ep));
+	bool shm;
 
 	if (!ep)
 		return -FI_ENOMEM;
@@ -198,10 +199,13 @@ int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
 		free(ep);
 		return -FI_ENOMEM;
 	}
-	ep->xp = iwarp_params.shm ? &iwarp_rdm_shm_xport : &iwarp_rdm_iw_xport;
-	if (!iwarp_params.shm)
+	/* remote access counters count what the iWARP engine places */
+	shm = iwarp_params.shm && !(info->caps & FI_RMA_EVENT);
+	ep->xp = shm ? &iwarp_rdm_shm_xport : &iwarp_rdm_iw_xport;
+	if (!shm)
 		FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL, "RDM endpoint: every peer "
-			"over TCP, same-host ones too (FI_IWARP_SHM=0)\n");
+			"over TCP, same-host ones too (%s)\n",
+			iwarp_params.shm ? "FI_RMA_EVENT" : "FI_IWARP_SHM=0");
 	ep->name = dom->iface.addr;
 	if (info->src_addr && info->src_addrlen <= sizeof(ep->name))
 		memcpy(&ep->name, info->src_addr, info->src_addrlen);

@@ -1320,6 +1320,15 @@ static void shm_up_poll_add(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p)
 	se->up->poll_add(se->ep, p);
 }
 
+/* Only TCP peers get here: endpoints that count remote access
+ * (FI_RMA_EVENT) never move to shared memory (rdm_ep.c). */
+static void shm_up_target(struct iwarp_rdm_ep *ep, bool write, void *mr_ctx)
+{
+	struct shm_ep *se = shm_ep_of(ep);
+
+	se->up->target(se->ep, write, mr_ctx);
+}
+
 static void shm_up_poll_del(struct iwarp_rdm_ep *ep, struct iwarp_pollable *p)
 {
 	struct shm_ep *se = shm_ep_of(ep);
@@ -1336,6 +1345,7 @@ static const struct iwarp_rdm_upcalls shm_upcalls = {
 	.connected = shm_up_connected,
 	.lost = shm_up_lost,
 	.unreachable = shm_up_unreachable,
+	.target = shm_up_target,
 	.poll_add = shm_up_poll_add,
 	.poll_del = shm_up_poll_del,
 };
