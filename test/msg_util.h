@@ -173,7 +173,11 @@ struct node {
 	size_t ncomps, capcomps;
 };
 
-/* An EQ event or error entry as eq_wait returns it. */
+/* An EQ event or error entry as eq_wait returns it: the entry with room
+ * for its CM data behind it (a GNU extension clang names) */
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wgnu-variable-sized-type-not-at-end"
+#endif
 struct eq_ev {
 	ssize_t ret;
 	uint32_t event;

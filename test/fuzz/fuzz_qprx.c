@@ -140,8 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		  IW_ACC_REMOTE_ATOMIC, &mr[2]);
 	/* guessable keys: the fuzzer need not find 12 random bits */
 	for (i = 0; i < 3; i++)
-		mr[i]->stag = 1u << IW_STAG_IDX_BITS |
-			      (mr[i]->stag & IW_STAG_IDX_MASK);
+		mr[i]->stag = (mr[i]->stag & ~IW_STAG_KEY_MASK) | 1u;
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
 		abort();
 	nonblock(sv[0]);
