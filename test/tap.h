@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
@@ -98,6 +100,25 @@ static inline int tap_done(void)
 {
 	printf("1..%d\n", tap_n);
 	return tap_failed ? 1 : 0;
+}
+
+/* Reads (wr false) or writes all of len octets on a blocking descriptor:
+ * 0, or -1 at its end or an error. */
+static inline int xfull(int fd, void *buf, size_t len, bool wr)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = wr ? write(fd, p, len) : read(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }
 
 #endif /* IWARP_TEST_TAP_H */

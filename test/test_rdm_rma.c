@@ -197,22 +197,6 @@ static void note(const char *fmt, ...)
 	dprintf(report_fd, "# %s\n", line);
 }
 
-static int xfull(int fd, void *buf, size_t len, bool wr)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = wr ? write(fd, p, len) : read(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 static int open_all(void)
 {

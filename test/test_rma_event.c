@@ -108,22 +108,6 @@ static bool same(const uint8_t *p, size_t n, uint64_t seed)
 	return true;
 }
 
-static int xfull(int fd, void *buf, size_t len, bool wr)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = wr ? write(fd, p, len) : read(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 static struct fi_info *hints_for(enum fi_ep_type type, uint64_t caps)
 {
