@@ -275,6 +275,8 @@ struct iw_qp {
 	uint32_t atomic_id;	/* next Request Identifier */
 	bool atomics;		/* iw_qp_set_atomics */
 	bool imm;		/* iw_qp_set_imm */
+	bool imm_nowait;	/* iw_qp_set_imm_nowait */
+	uint32_t rx_write_len;	/* octets of the peer's last whole Write */
 	bool gated;		/* iw_qp_gate: one Send, no STag for the peer */
 	bool gate_used;		/* ... and that Send came */
 
@@ -349,6 +351,7 @@ struct iw_qp {
 		bool active;	/* a tagged message is mid-way */
 		uint8_t op;
 		uint32_t stag;
+		uint32_t wlen;	/* a Write's octets so far */
 		uint64_t next_to;
 		int orq_sge;
 		uint32_t orq_off;

@@ -402,6 +402,16 @@ int iw_qp_set_imm(struct iw_qp *qp, bool on)
 	return 0;
 }
 
+void iw_qp_set_imm_nowait(struct iw_qp *qp, bool on)
+{
+	qp->imm_nowait = on;
+}
+
+uint32_t iw_qp_rx_write_len(const struct iw_qp *qp)
+{
+	return qp->rx_write_len;
+}
+
 bool iw_qp_rx_waiting(const struct iw_qp *qp)
 {
 	return iw_rx_stalled(qp);

@@ -398,7 +398,7 @@ static int iw_rx_imm(struct iw_qp *qp, const struct iw_rx_seg *seg,
 				  qp->rx_msn[DDP_QN_SEND]);
 	/* it may need a receive: wait for one, as a Send would */
 	if (!qp->attr.peek_len && !rq->count && qp->attr.wait_for_recv &&
-	    !qp->srq)
+	    !qp->srq && !qp->imm_nowait)
 		return -EAGAIN;
 	return 0;
 }
@@ -678,6 +678,11 @@ static int iw_qprx_done(void *arg, const struct iw_rx_seg *seg,
 	}
 	switch (h->opcode) {
 	case RDMAP_WRITE:
+		if (!qp->tag.active)
+			qp->tag.wlen = 0;
+		qp->tag.wlen += seg->payload_len;
+		if (h->last)
+			qp->rx_write_len = qp->tag.wlen;
 		/* a one-segment Write of no octets names no region */
 		if (h->last)
 			iw_qp_target(qp, true, !qp->tag.active &&

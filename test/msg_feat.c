@@ -37,12 +37,14 @@ struct cqd {
 	char tbuf[CQD_LEN];
 	struct fid_mr *mr;
 	uint64_t peer_key, peer_base;
+	bool norecv;	/* no FI_RX_CQ_DATA: a Write's data takes no receive */
 };
 
-/* Both sides ask for it: the hints fi_cq_data and fi_rma_bw use. */
-static void cqd_hints(struct proc *p)
+/* Both sides ask for it: the hints fi_cq_data and fi_rma_bw use, or
+ * those of libfabric 2.x's address lookup (no FI_RX_CQ_DATA). */
+static void cqd_hints(struct proc *p, bool norecv)
 {
-	p->mode = FI_RX_CQ_DATA;
+	p->mode = norecv ? 0 : FI_RX_CQ_DATA;
 	p->cq_data = 4;
 }
 
@@ -56,7 +58,7 @@ static bool cqd_prepare(struct cqd *c, struct proc *p)
 		       FI_REMOTE_WRITE);
 	if (!check(c->mr != NULL, "region registered"))
 		return false;
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < (c->norecv ? 2 : 3); i++)
 		bad += fi_recv(c->n.ep, c->rbuf[i], sizeof(c->rbuf[i]), NULL,
 			       0, c->rbuf[i]) != 0;
 	ctl_send(p, CTL_KEYS, fi_mr_key(c->mr), (uintptr_t)c->region, 0, 0,
@@ -65,7 +67,9 @@ static bool cqd_prepare(struct cqd *c, struct proc *p)
 		return check(false, "the peer's keys");
 	c->peer_key = k.v[0];
 	c->peer_base = k.v[1];
-	return check(!bad, "three receives posted");
+	check(!c->norecv || !(c->n.info->mode & FI_RX_CQ_DATA),
+	      "no FI_RX_CQ_DATA asked, none required");
+	return check(!bad, "receives posted");
 }
 
 /* fi_senddata, a plain fi_send, fi_writedata; data base + 0, 1, 2. */
@@ -101,7 +105,8 @@ static void cqd_recv(struct cqd *c, struct proc *p, uint32_t base, int k)
 
 	ga = cq_take(n, c->rbuf[0], &a, WAIT_MS) && !a.err;
 	gb = cq_take(n, c->rbuf[1], &b, WAIT_MS) && !b.err;
-	gw = cq_take(n, c->rbuf[2], &w, WAIT_MS) && !w.err;
+	gw = cq_take(n, c->norecv ? NULL : c->rbuf[2], &w, WAIT_MS) &&
+	     !w.err;
 	check(ga && a.flags == (rcv | FI_REMOTE_CQ_DATA) && a.data == base &&
 	      a.len == CQD_LEN &&
 	      pat_diff(c->rbuf[0], CQD_LEN, seed_k(p, k), 0) == SIZE_MAX,
@@ -113,12 +118,13 @@ static void cqd_recv(struct cqd *c, struct proc *p, uint32_t base, int k)
 	      (unsigned long long)b.flags);
 	check(gw && w.flags == (FI_RMA | FI_REMOTE_WRITE |
 				FI_REMOTE_CQ_DATA) &&
-	      w.data == base + 2 && w.len == 0 &&
+	      w.data == base + 2 && w.len == CQD_WLEN &&
 	      pat_diff(c->region + CQD_WOFF, CQD_WLEN, seed_k(p, k + 1), 0) ==
 		      SIZE_MAX,
-	      "fi_writedata takes a receive: FI_REMOTE_WRITE|"
-	      "FI_REMOTE_CQ_DATA %#x, the Write's data in place (flags %#llx "
-	      "data %#llx len %zu)", base + 2, (unsigned long long)w.flags,
+	      "fi_writedata %s: FI_REMOTE_WRITE|FI_REMOTE_CQ_DATA %#x, the "
+	      "Write's length and data in place (flags %#llx data %#llx len "
+	      "%zu)", c->norecv ? "completes without a receive" :
+	      "takes a receive", base + 2, (unsigned long long)w.flags,
 	      (unsigned long long)w.data, w.len);
 }
 
@@ -129,11 +135,13 @@ static void cqd_close(struct cqd *c)
 	node_close(&c->n);
 }
 
-void cqdata_client(struct proc *p)
+static void cqd_client(struct proc *p, bool norecv)
 {
 	struct cqd *c = calloc(1, sizeof(*c));
 
-	cqd_hints(p);
+	cqd_hints(p, norecv);
+	if (c)
+		c->norecv = norecv;
 	if (!c || !cli_setup(&c->n, p, NULL) || !cqd_prepare(c, p))
 		goto out;
 	check(c->n.info->domain_attr->cq_data_size == 4,
@@ -148,12 +156,14 @@ out:
 	free(c);
 }
 
-void cqdata_server(struct proc *p)
+static void cqd_server(struct proc *p, bool norecv)
 {
 	struct cqd *c = calloc(1, sizeof(*c));
 	struct ctl m;
 
-	cqd_hints(p);
+	cqd_hints(p, norecv);
+	if (c)
+		c->norecv = norecv;
 	if (!c || !srv_setup(&c->n, p, NULL) || !cqd_prepare(c, p))
 		goto out;
 	cqd_recv(c, p, 0x1234abc0, 1);
@@ -166,6 +176,26 @@ out:
 	free(c);
 }
 
+void cqdata_client(struct proc *p)
+{
+	cqd_client(p, false);
+}
+
+void cqdata_server(struct proc *p)
+{
+	cqd_server(p, false);
+}
+
+void cqdata_norecv_client(struct proc *p)
+{
+	cqd_client(p, true);
+}
+
+void cqdata_norecv_server(struct proc *p)
+{
+	cqd_server(p, true);
+}
+
 /* ---- only one side asks: nothing of it goes on the wire */
 
 void cqdata_half_client(struct proc *p)
@@ -175,7 +205,7 @@ void cqdata_half_client(struct proc *p)
 	struct node n;
 	ssize_t r1, r2, r3;
 
-	cqd_hints(p);
+	cqd_hints(p, false);
 	if (!cli_setup(&n, p, NULL))
 		goto out;
 	r1 = fi_senddata(n.ep, buf, sizeof(buf), NULL, 7, 0, &r1);

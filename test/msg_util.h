@@ -271,6 +271,8 @@ void selective_server(struct proc *p);
 
 void cqdata_client(struct proc *p);
 void cqdata_server(struct proc *p);
+void cqdata_norecv_client(struct proc *p);
+void cqdata_norecv_server(struct proc *p);
 void cqdata_half_client(struct proc *p);
 void cqdata_half_server(struct proc *p);
 void multi_client(struct proc *p);

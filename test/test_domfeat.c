@@ -449,7 +449,9 @@ static void trig_server(int sock)
 		goto out;
 	for (i = 0; i < 4; i++)
 		fi_recv(n.ep, r[i], sizeof(r[i]), NULL, FI_ADDR_UNSPEC, r[i]);
-	k = (struct trig_keys){ (uintptr_t)wbuf, fi_mr_key(mr) };
+	k = (struct trig_keys){ n.info->domain_attr->mr_mode &
+				FI_MR_VIRT_ADDR ? (uintptr_t)wbuf : 0,
+				fi_mr_key(mr) };
 	put(sock, &k, sizeof(k));
 	for (i = 0; i < 3; i++)
 		got[i] = cq_wait1(n.rxcq, 20);

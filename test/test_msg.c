@@ -1140,6 +1140,8 @@ static const struct msg_case cases[] = {
 	  30 },
 	{ "remote CQ data both ways", cqdata_client, cqdata_server, false,
 	  false, 20 },
+	{ "remote CQ data without FI_RX_CQ_DATA", cqdata_norecv_client,
+	  cqdata_norecv_server, false, false, 20 },
 	{ "remote CQ data asked by one side only", cqdata_half_client,
 	  cqdata_half_server, false, false, 20 },
 	{ "multi-receive buffer", multi_client, multi_server, false, false,

@@ -303,7 +303,9 @@ static bool xchg(int tries)
 /* The peers tell each other where their regions are. */
 static bool swap_regions(void)
 {
-	uint64_t mine[2] = { fi_mr_key(me.mr), (uint64_t)(uintptr_t)me.region };
+	uint64_t mine[2] = { fi_mr_key(me.mr),
+			     me.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ?
+				     (uint64_t)(uintptr_t)me.region : 0 };
 	uint64_t theirs[2];
 
 	if (write(peer_fd, mine, sizeof(mine)) != sizeof(mine) ||

@@ -454,7 +454,8 @@ static void case_atomic(struct ep *e, int me)
 			return;
 		mem[0] = UINT32_MAX;
 		bd->key = fi_mr_key(mr);
-		bd->addr = (uintptr_t)mem;
+		bd->addr = e->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ?
+				   (uintptr_t)mem : 0;
 		bd->step[1] = 1;
 		wait_step(0, 1, 600);
 		fi_close(&mr->fid);

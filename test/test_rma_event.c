@@ -586,10 +586,10 @@ static void app_keys(void)
 	bool ok;
 
 	ok = getinfo(FI_EP_RDM, FI_MSG | FI_RMA, NULL, NULL, 0, &s.info) == 0;
-	tap_ok(ok && !(s.info->domain_attr->mr_mode &
-		       (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR)) == app,
-	       "FI_IWARP_MR_APP_KEYS %s: the reply %s FI_MR_PROV_KEY and "
-	       "FI_MR_VIRT_ADDR", app ? "on" : "off",
+	tap_ok(ok && !(s.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) &&
+		       !(s.info->domain_attr->mr_mode & FI_MR_PROV_KEY) == app,
+	       "FI_IWARP_MR_APP_KEYS %s: the reply %s FI_MR_PROV_KEY, never "
+	       "has FI_MR_VIRT_ADDR", app ? "on" : "off",
 	       app ? "drops" : "keeps");
 	if (ok)
 		ok = side_open(&s) == 0 &&
@@ -608,9 +608,12 @@ static void app_keys(void)
 		       "beyond 32 bits -FI_EKEYREJECTED (%d %d)", KEY_A, r2,
 		       r3);
 	else
-		tap_ok(ok && !r2 && !r3 && fi_mr_key(m1) != KEY_A &&
-			       fi_mr_key(m1) != fi_mr_key(m2),
-		       "provider keys: the key asked for is ignored (%d %d)",
+		tap_ok(ok && !r2 && !r3 && fi_mr_key(m1) == KEY_A &&
+			       fi_mr_key(m2) != KEY_A &&
+			       fi_mr_key(m3) != fi_mr_key(m2) &&
+			       fi_mr_key(m3) >> 32 == 0,
+		       "provider keys: a free key asked for is taken; a taken "
+		       "one or one beyond 32 bits gets one of ours (%d %d)",
 		       r2, r3);
 	if (m3)
 		fi_close(&m3->fid);

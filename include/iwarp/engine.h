@@ -383,6 +383,12 @@ int iw_qp_set_atomics(struct iw_qp *qp, bool on);
  * wait_for_recv it waits, like a Send, until a receive is posted.
  */
 int iw_qp_set_imm(struct iw_qp *qp, bool on);
+/* Immediate Data never waits for a receive: the layer above takes
+ * them without one (ops->imm returns 0). */
+void iw_qp_set_imm_nowait(struct iw_qp *qp, bool on);
+/* Octets of the peer's last RDMA Write placed in full on this stream:
+ * the length an Immediate Data that follows a Write reports. */
+uint32_t iw_qp_rx_write_len(const struct iw_qp *qp);
 /* A Send or Immediate Data waits for a receive (wait_for_recv): the
  * stream is read no further until one is posted. */
 bool iw_qp_rx_waiting(const struct iw_qp *qp);

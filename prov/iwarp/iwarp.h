@@ -390,6 +390,11 @@ int iwarp_cq_write_err(struct iwarp_cq *cq, void *context, uint64_t flags,
 		       size_t err_data_size, size_t olen);
 int iwarp_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		  struct fid_cq **cq, void *context);
+/* Lock held: completions not yet read. */
+static inline size_t iwarp_cq_pending(const struct iwarp_cq *cq)
+{
+	return cq->count;
+}
 
 static inline struct iwarp_cq *iwarp_cq_of(struct fid *fid)
 {
@@ -547,6 +552,17 @@ static inline bool iwarp_mr_app_keys(int mr_mode)
 {
 	return iwarp_params.mr_app_keys &&
 	       !(mr_mode & (FI_MR_PROV_KEY | IWARP_MR_BASIC));
+}
+
+/*
+ * FI_MR_PROV_KEY: the provider picks, but a nonzero 32-bit key the
+ * application asks for becomes the STag while it is free (fabtests'
+ * fi_multi_mr writes to keys it never exchanged). Key 0 asks for one
+ * of ours, random.
+ */
+static inline bool iwarp_mr_key_wanted(int mr_mode, uint64_t key)
+{
+	return !(mr_mode & IWARP_MR_BASIC) && key && key <= UINT32_MAX;
 }
 
 struct iwarp_mr {

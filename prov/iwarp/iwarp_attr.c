@@ -245,13 +245,13 @@ static void iwarp_defaults_domain(struct fi_domain_attr *d)
 
 /*
  * Without hints an application learns what we need: provider keys for
- * RMA targets; virtual addresses are the common RMA addressing.
+ * RMA targets; remote addresses are offsets into the region.
  */
 static int iwarp_default_mr_mode(uint32_t version)
 {
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
 		return IWARP_MR_BASIC;
-	return FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
+	return FI_MR_PROV_KEY;
 }
 
 /*
@@ -713,9 +713,13 @@ static bool iwarp_narrow_mr(struct fi_info *fi, uint32_t version,
 	mode = iwarp_mr_mode(version, user, &prov_keys);
 	if (mode < 0)
 		return false;
-	/* FI_IWARP_MR_APP_KEYS: keys and offsets of the application's */
+	/* Offsets, never virtual addresses, unless FI_MR_BASIC: an
+	 * application may write to a region whose address it never got */
+	if (mode != IWARP_MR_BASIC)
+		mode &= ~FI_MR_VIRT_ADDR;
+	/* FI_IWARP_MR_APP_KEYS: keys of the application's */
 	if (iwarp_params.mr_app_keys && mode != IWARP_MR_BASIC) {
-		mode &= ~(FI_MR_PROV_KEY | FI_MR_VIRT_ADDR);
+		mode &= ~FI_MR_PROV_KEY;
 		prov_keys = true;
 	}
 	fi->domain_attr->mr_mode = mode;
@@ -824,9 +828,10 @@ static int iwarp_narrow_keys(struct fi_info *fi, const struct fi_info *hints)
 }
 
 /*
- * MSG remote CQ data, only for hints that ask: it takes a receive at
- * the target even for a Write (FI_RX_CQ_DATA), and an endpoint offering
- * it puts an ext block in its MPA private data.
+ * MSG remote CQ data, only for hints that ask; an endpoint offering it
+ * puts an ext block in its MPA private data. A Write's CQ data takes a
+ * receive at the target when the hints offer FI_RX_CQ_DATA (as RFC 7306
+ * has it), else it completes on its own.
  */
 static bool iwarp_narrow_cq_data(struct fi_info *fi,
 				 const struct fi_info *hints)
@@ -838,8 +843,7 @@ static bool iwarp_narrow_cq_data(struct fi_info *fi,
 	if (!want)
 		return true;
 	if (!(hints->mode & FI_RX_CQ_DATA))
-		return iwarp_reject("cq_data_size %zu on MSG needs mode "
-				    "FI_RX_CQ_DATA\n", want);
+		return true;
 	fi->mode |= FI_RX_CQ_DATA;
 	fi->rx_attr->mode |= FI_RX_CQ_DATA;
 	return true;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Memory registration: an engine STag per region. The key is the STag
- * (random, provider chosen); with FI_MR_VIRT_ADDR remote addresses are
- * virtual addresses, otherwise offsets into the region. Local buffers
+ * (random, provider chosen, or the one asked for: iwarp_mr_key_wanted);
+ * remote addresses are offsets into the region (virtual addresses only
+ * with FI_MR_BASIC). Local buffers
  * need no registration (we are software): descriptors are accepted and
  * ignored.
  */
@@ -128,11 +129,14 @@ int iwarp_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 		return -FI_EKEYREJECTED;
 	}
 	iwarp_lock(dom->fabric);
-	if (iwarp_mr_app_keys(dom->mr_mode))
+	ret = -EEXIST;
+	if (iwarp_mr_app_keys(dom->mr_mode) ||
+	    iwarp_mr_key_wanted(dom->mr_mode, attr->requested_key))
 		ret = iw_mr_reg_stag(dom->pd, iov->iov_base, iov->iov_len,
 				     base, iwarp_mr_access(attr->access),
 				     (uint32_t)attr->requested_key, &mr->imr);
-	else
+	/* FI_MR_PROV_KEY: a key asked for and taken gets one of ours */
+	if (ret == -EEXIST && !iwarp_mr_app_keys(dom->mr_mode))
 		ret = iw_mr_reg(dom->pd, iov->iov_base, iov->iov_len, base,
 				iwarp_mr_access(attr->access), &mr->imr);
 	if (!ret)

@@ -53,10 +53,11 @@ static void iwarp_params_define(void)
 			"offer them too; otherwise the peer's provider runs "
 			"every atomic from an RDM message (default: true)");
 	fi_param_define(&iwarp_prov, "mr_app_keys", FI_PARAM_BOOL,
-			"Take the application's memory registration keys and "
-			"offsets, as FI_MR_SCALABLE, also when it offers "
-			"FI_MR_PROV_KEY and FI_MR_VIRT_ADDR (keys it chose are "
-			"as easy to guess as it made them) (default: false)");
+			"Take the application's memory registration keys, as "
+			"FI_MR_SCALABLE, also when it offers FI_MR_PROV_KEY "
+			"(a key asked for again is refused) (default: false: "
+			"provider keys, where a free key asked for is taken "
+			"and key 0 asks for a random one)");
 	fi_param_define(&iwarp_prov, "mpa_rev", FI_PARAM_INT,
 			"MPA revision a MSG endpoint asks for when it "
 			"connects: 2 (RFC 6581 enhanced, peer-to-peer) or 1 "

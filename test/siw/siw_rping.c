@@ -360,7 +360,9 @@ static int send_desc(struct side *s, struct bufs *b, void *buf,
 {
 	int ret;
 
-	b->tx.addr = htobe64((uint64_t)(uintptr_t)buf);
+	/* the tagged offset rping's peer will use: ours are offsets */
+	b->tx.addr = htobe64(s->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ?
+			     (uint64_t)(uintptr_t)buf : 0);
 	b->tx.key = htobe32((uint32_t)fi_mr_key(mr));
 	b->tx.len = htobe32((uint32_t)size);
 	ret = (int)fi_send(s->ep, &b->tx, sizeof(b->tx), fi_mr_desc(b->tx_mr),

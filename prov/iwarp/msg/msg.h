@@ -61,7 +61,8 @@ struct iwarp_connreq;
  * octets (big-endian) are a kind word and the 32-bit CQ data: kind
  * IWARP_IMM_SEND goes just before the Send it belongs to and uses no
  * receive; kind IWARP_IMM_WRITE follows an RDMA Write and completes a
- * receive of its own (FI_RX_CQ_DATA).
+ * receive of its own when the endpoint has mode FI_RX_CQ_DATA, else a
+ * completion of its own. Either reports the Write's length.
  */
 #define IWARP_EXT_PD_LEN	8
 #define IWARP_EXT_VERSION	1
@@ -87,6 +88,8 @@ struct iwarp_connreq;
 #define IWARP_IMM_WRITE		0u
 #define IWARP_IMM_SEND		1u
 #define IWARP_MSG_CQ_DATA	4	/* cq_data_size when offered */
+/* remote CQ data of Writes without a receive, unread, at most */
+#define IWARP_IMM_UNREAD_MAX	(1u << 20)
 
 /* The ext block of flags at p (IWARP_EXT_PD_LEN octets). */
 void iwarp_ext_put(uint8_t *p, uint8_t flags);
@@ -130,6 +133,7 @@ struct iwarp_ep {
 	struct iwarp_ep_auth *auth;	/* NULL without a job key */
 	bool tx_hold;			/* auth->hold, in the data path */
 	bool imm_offer;			/* the app asked for remote CQ data */
+	bool imm_norecv;		/* ... without FI_RX_CQ_DATA */
 	bool imm_on;			/* ... and the peer said yes */
 	bool imm_next;			/* imm_data is for the next Send */
 	uint32_t imm_data;

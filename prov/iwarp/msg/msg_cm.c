@@ -16,6 +16,7 @@ static void iwarp_ep_imm_set(struct iwarp_ep *ep, struct iw_qp *qp,
 {
 	ep->imm_on = ep->imm_offer && (peer & IWARP_EXT_IMM);
 	iw_qp_set_imm(qp, ep->imm_on);
+	iw_qp_set_imm_nowait(qp, ep->imm_on && ep->imm_norecv);
 	if (ep->imm_offer)
 		FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
 			"%s: remote CQ data as RFC 7306 Immediate Data: %s\n",

@@ -41,8 +41,9 @@ struct iwarp_done {
  * RDMA Write's remote CQ data (it completed this receive on its own) or
  * came just before the Send that filled it.
  */
-static void iwarp_rx_done(struct iwarp_ep *ep, const struct iwarp_op *op,
-			  const struct iw_wc *wc, struct iwarp_done *d)
+static void iwarp_rx_done(struct iwarp_ep *ep, struct iw_qp *qp,
+			  const struct iwarp_op *op, const struct iw_wc *wc,
+			  struct iwarp_done *d)
 {
 	d->flags = op->flags;
 	d->len = wc->byte_len + (op->mbuf ? 0 : ep->prefix);
@@ -50,7 +51,7 @@ static void iwarp_rx_done(struct iwarp_ep *ep, const struct iwarp_op *op,
 	d->data = 0;
 	if (wc->flags & IW_WC_F_IMM) {
 		d->flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
-		d->len = 0;
+		d->len = iw_qp_rx_write_len(qp);
 		d->buf = NULL;
 		d->data = (uint32_t)wc->imm;
 	} else if (ep->imm_next) {
@@ -72,7 +73,7 @@ static void iwarp_op_report(struct iwarp_ep *ep, struct iw_qp *qp,
 
 	if (op->status == IW_WC_SUCCESS) {
 		if (op->flags & FI_RECV) {
-			iwarp_rx_done(ep, op, wc, &d);
+			iwarp_rx_done(ep, qp, op, wc, &d);
 			d.flags |= extra;
 		}
 		if (op->cq)
@@ -170,6 +171,28 @@ void iwarp_ep_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc)
 	iwarp_op_put(ep, op);
 }
 
+/*
+ * A Write's remote CQ data on an endpoint without FI_RX_CQ_DATA: its
+ * own completion. Unread ones are bounded; past that the stream ends.
+ */
+static int iwarp_imm_norecv(struct iwarp_ep *ep, struct iw_qp *qp,
+			    uint32_t data)
+{
+	struct iwarp_cq *cq = ep->base.rx_cq;
+
+	if (cq && iwarp_cq_pending(cq) >= IWARP_IMM_UNREAD_MAX) {
+		FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
+			"%s: remote CQ data refused: %u completions unread\n",
+			iw_qp_label(qp), IWARP_IMM_UNREAD_MAX);
+		return -1;
+	}
+	if (iwarp_cq_write(cq, NULL, FI_RMA | FI_REMOTE_WRITE |
+			   FI_REMOTE_CQ_DATA, iw_qp_rx_write_len(qp), NULL,
+			   data, 0, FI_ADDR_NOTAVAIL))
+		return -1;
+	return 0;
+}
+
 /* Engine callback (lock held): the peer's Immediate Data, by kind
  * (msg.h). Anything out of that order ends the stream. */
 int iwarp_ep_imm(void *arg, struct iw_qp *qp, uint64_t data,
@@ -178,8 +201,10 @@ int iwarp_ep_imm(void *arg, struct iw_qp *qp, uint64_t data,
 	struct iwarp_ep *ep = arg;
 	uint32_t kind = (uint32_t)(data >> 32);
 
-	if (!ep->imm_next && kind == IWARP_IMM_WRITE)
+	if (!ep->imm_next && kind == IWARP_IMM_WRITE && !ep->imm_norecv)
 		return 1;
+	if (!ep->imm_next && kind == IWARP_IMM_WRITE)
+		return iwarp_imm_norecv(ep, qp, (uint32_t)data);
 	if (!ep->imm_next && kind == IWARP_IMM_SEND) {
 		ep->imm_next = true;
 		ep->imm_data = (uint32_t)data;

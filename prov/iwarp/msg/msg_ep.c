@@ -267,6 +267,9 @@ static void iwarp_ep_from_info(struct iwarp_ep *ep, const struct fi_info *info)
 	/* what fi_getinfo offered only when asked (iwarp_attr.c) */
 	ep->imm_offer = info->domain_attr &&
 			info->domain_attr->cq_data_size > 0;
+	ep->imm_norecv = ep->imm_offer && !(info->mode & FI_RX_CQ_DATA) &&
+			 !(info->rx_attr &&
+			   (info->rx_attr->mode & FI_RX_CQ_DATA));
 	if ((info->mode & FI_MSG_PREFIX) && info->ep_attr)
 		ep->prefix = info->ep_attr->msg_prefix_size;
 	/* FI_TAGGED: offered only when asked, without prefix or CQ data */
