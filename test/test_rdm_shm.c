@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 
@@ -65,6 +66,7 @@ struct board {
 static struct board *bd;
 static int vbase;			/* this case's first verdict */
 static uint64_t caps = FI_TAGGED;	/* FI_ATOMIC in the atomics case */
+static enum fi_wait_obj cq_wait = FI_WAIT_NONE;	/* FD: the sleep case */
 
 struct ep {
 	struct fi_info *info;
@@ -100,7 +102,8 @@ static bool wait_step(int other, int s, double secs)
 /* Opens an endpoint, logs to a file of its own, meets the peer. */
 static int ep_open(struct ep *e, int me)
 {
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED,
+				      .wait_obj = cq_wait };
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
 	struct fi_info *hints = fi_allocinfo();
 	size_t len = sizeof(bd->name[0]);
@@ -434,6 +437,69 @@ static void case_full(struct ep *e, int me)
 }
 
 /*
+ * A sleeps in poll() on its CQ's wait fd (fi_trywait first, as
+ * fi_trywait(3) has it) with nothing else to wake it; B sends over
+ * shared memory once A is asleep. Only B ringing A's doorbell can end
+ * that sleep before its 10 s. Then a blocking fi_cq_sread ping-pong.
+ */
+static void case_sleep(struct ep *e, int me)
+{
+	static uint8_t in[64], out[64];
+	struct fi_cq_tagged_entry c;
+	struct pollfd pf = { .events = POLLIN };
+	struct fid *f = &e->cq->fid;
+	int i, wakes = 0, fd = -1, rounds = 0;
+	double t0 = 0, left;
+	ssize_t n = -FI_EAGAIN;
+	bool ok = exchange(e, 8, 1, me);
+
+	if (me) {
+		ok = ok && wait_step(0, 1, 30);
+		usleep(300000);		/* A is asleep by now */
+		ok = ok && !fi_tsend(e->ep, out, 8, NULL, e->peer, 5, out) &&
+		     fi_cq_sread(e->cq, &c, 1, NULL, 10000) == 1;
+		for (i = 0; ok && i < 100; i++) {
+			ok = !fi_trecv(e->ep, in, 8, NULL, e->peer, 6, 0, in) &&
+			     fi_cq_sread(e->cq, &c, 1, NULL, 10000) == 1 &&
+			     c.op_context == in &&
+			     !fi_tsend(e->ep, out, 8, NULL, e->peer, 7, out) &&
+			     fi_cq_sread(e->cq, &c, 1, NULL, 10000) == 1 &&
+			     c.op_context == out;
+		}
+		return;
+	}
+	ok = ok && !fi_trecv(e->ep, in, 8, NULL, e->peer, 5, 0, in) &&
+	     !fi_control(f, FI_GETWAIT, &fd);
+	pf.fd = fd;
+	bd->step[0] = 1;
+	t0 = tap_now();
+	/* the fi_trywait(3) loop; a wakeup may find nothing yet */
+	while (ok && n == -FI_EAGAIN && (left = t0 + 10 - tap_now()) > 0) {
+		if (fi_trywait(e->fabric, &f, 1) == 0) {
+			if (poll(&pf, 1, (int)(left * 1000) + 1) != 1)
+				break;
+			wakes++;
+		}
+		n = fi_cq_read(e->cq, &c, 1);
+	}
+	verdict(0, ok && n == 1 && c.op_context == in,
+		"sleep: asleep on the CQ's wait fd, woken by the peer's send "
+		"over shared memory after %.2f s (%d wakeups, read %zd)",
+		tap_now() - t0, wakes, n);
+	for (i = 0; ok && i < 100; i++) {
+		if (fi_trecv(e->ep, in, 8, NULL, e->peer, 7, 0, in) ||
+		    fi_tsend(e->ep, out, 8, NULL, e->peer, 6, out) ||
+		    fi_cq_sread(e->cq, &c, 1, NULL, 10000) != 1 ||
+		    fi_cq_sread(e->cq, &c, 1, NULL, 10000) != 1)
+			break;
+		rounds++;
+	}
+	verdict(1, ok && rounds == 100 && log_has(e, "woken by the peer"),
+		"sleep: 100 round trips of blocking fi_cq_sread, %d done; "
+		"the doorbell logged", rounds);
+}
+
+/*
  * Many fetching atomics back to back, one at a time: A waits for each;
  * B never calls into libfabric, so only its progress thread serves them.
  */
@@ -482,7 +548,8 @@ static void case_atomic(struct ep *e, int me)
 
 /* ---- the parent */
 
-enum { C_DATA, C_OFF, C_KILL, C_SCRIBBLE, C_FRAMES, C_FULL, C_ATOMIC };
+enum { C_DATA, C_OFF, C_KILL, C_SCRIBBLE, C_FRAMES, C_FULL, C_ATOMIC,
+       C_SLEEP };
 
 static void child(int which, int me, pid_t a)
 {
@@ -494,6 +561,8 @@ static void child(int which, int me, pid_t a)
 		setenv("FI_IWARP_SHM", "0", 1);
 	if (which == C_ATOMIC)
 		caps = FI_TAGGED | FI_ATOMIC;
+	if (which == C_SLEEP)
+		cq_wait = FI_WAIT_FD;
 	ret = ep_open(&e, me);
 	if (ret) {
 		fprintf(stderr, "endpoint: %d\n", ret);
@@ -507,6 +576,7 @@ static void child(int which, int me, pid_t a)
 	case C_FRAMES: case_scribble(&e, me, a, true); break;
 	case C_FULL: case_full(&e, me); break;
 	case C_ATOMIC: case_atomic(&e, me); break;
+	case C_SLEEP: case_sleep(&e, me); break;
 	}
 	bd->step[me] = 100;
 	wait_step(!me, 100, 30);	/* the peer may still need us */
@@ -601,6 +671,7 @@ int main(void)
 	run_case(C_SCRIBBLE, 3, "scribble");
 	run_case(C_FRAMES, 3, "forged slots");
 	run_case(C_ATOMIC, 2, "atomics");
+	run_case(C_SLEEP, 2, "sleep");
 	tap_ok(left_in_dev_shm() == 0, "nothing of these %d processes is "
 	       "left in /dev/shm", npids);
 	run_full();

@@ -250,6 +250,14 @@ struct iwarp_pollable {
 	void (*progress)(struct iwarp_pollable *p);
 	void (*poll_info)(struct iwarp_pollable *p, int *fd, short *events,
 			  uint64_t *deadline);
+	/*
+	 * Optional, for a pollable whose work comes without a socket (shared
+	 * memory): a wait is about to sleep. Returns an fd that turns
+	 * readable (POLLIN) once there is work, armed until the next
+	 * progress call, in place of poll_info's fd and deadline; or -1 to
+	 * keep those.
+	 */
+	int (*sleep_fd)(struct iwarp_pollable *p);
 	bool run;			/* iwarp_progress: ready or due */
 	bool rare;			/* a listener: polled only every
 					 * IWARP_RARE_EVERY progress calls */

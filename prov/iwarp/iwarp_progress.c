@@ -198,6 +198,23 @@ void iwarp_progress(struct iwarp_fabric *fab)
 	fab->in_progress = false;
 }
 
+/* What a wait that is about to sleep polls p for (sleep_fd, iwarp.h). */
+static void iwarp_sleep_info(struct iwarp_pollable *p, int *fd,
+			     short *events, uint64_t *deadline)
+{
+	int sfd;
+
+	p->poll_info(p, fd, events, deadline);
+	if (!p->sleep_fd)
+		return;
+	sfd = p->sleep_fd(p);
+	if (sfd < 0)
+		return;
+	*fd = sfd;
+	*events = POLLIN;
+	*deadline = 0;
+}
+
 /* ---- asynchronous progress */
 
 /*
@@ -245,7 +262,7 @@ static void *iwarp_async_main(void *arg)
 				short events;
 				int fd;
 
-				p->poll_info(p, &fd, &events, &deadline);
+				iwarp_sleep_info(p, &fd, &events, &deadline);
 				if (fd >= 0 && events)
 					pf[n++] = (struct pollfd){
 						.fd = fd, .events = events };
@@ -499,7 +516,7 @@ static int iwarp_wait_wanted(struct iwarp_wait *w, struct pollfd *want)
 	int fd;
 
 	for (i = 0; i < w->nbound; i++) {
-		w->bound[i]->poll_info(w->bound[i], &fd, &events, &deadline);
+		iwarp_sleep_info(w->bound[i], &fd, &events, &deadline);
 		if (fd < 0 || !events)
 			continue;
 		for (j = 0; j < n && want[j].fd != fd; j++)
@@ -632,7 +649,7 @@ static int iwarp_pollset_fill(struct iwarp_pollset *ps,
 	for (cur = fab->pollables.next; cur != &fab->pollables;
 	     cur = cur->next) {
 		p = iwarp_container_of(cur, struct iwarp_pollable, link);
-		p->poll_info(p, &fd, &events, &deadline);
+		iwarp_sleep_info(p, &fd, &events, &deadline);
 		if (deadline && (!ps->deadline || deadline < ps->deadline))
 			ps->deadline = deadline;
 		if (fd >= 0 && events)

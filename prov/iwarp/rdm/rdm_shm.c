@@ -23,6 +23,13 @@
  * Answers (ACK, RDATA) come back in request order. Atomics go as the
  * protocol's AREQ messages (atomics() is false).
  *
+ * A side about to sleep in a wait sets asleep in its own segment; the
+ * other side, having produced into its ring or freed room in it, clears
+ * the flag and writes the sleeper's eventfd, a copy of which it took
+ * with pidfd_getfd at the handshake (its number travels in the HELLO;
+ * the same permission as process_vm_readv). Without one, a sleeper looks
+ * again every millisecond.
+ *
  * The peer is untrusted: counters and lengths read from its segment are
  * checked against our own copies and the slot size; a violation ends
  * the connection (the iWARP one too) with every operation failed.
@@ -33,10 +40,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/pidfd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -50,7 +60,7 @@
 #define SHM_HDR 256
 #define SHM_SEG_SIZE (SHM_HDR + (size_t)SHM_SLOTS * SHM_SLOT)
 #define SHM_MAGIC 0x4957534d48524e47ull	/* "IWSMHRNG" */
-#define SHM_VERSION 1
+#define SHM_VERSION 2
 /* RMA of at least this many octets goes by process_vm_readv/writev */
 #define SHM_CMA_MIN 16384
 /* slots one progress call consumes at most */
@@ -60,6 +70,9 @@
 #define SHM_HS_OP 0xe5
 
 enum { SHM_HELLO = 1, SHM_RESULT = 2 };
+
+/* why a sleeper wants its doorbell rung */
+enum { SHM_WAKE_DATA = 1, SHM_WAKE_ROOM = 2 };
 
 enum shm_type {
 	SHM_T_MSG = 1,		/* shm_msg, payload */
@@ -77,7 +90,8 @@ struct shm_seg {
 	uint64_t head;		/* slots produced: the peer writes it */
 	uint8_t pad1[56];
 	uint64_t tail;		/* slots consumed: we write it */
-	uint8_t pad2[56];
+	uint32_t asleep;	/* we sleep: SHM_WAKE_* bits (either side) */
+	uint8_t pad2[52];
 };
 
 struct shm_slot {
@@ -121,14 +135,15 @@ struct shm_hello {
 	uint64_t cookie_addr;
 	uint8_t cookie[16];
 	uint32_t pid;
-	uint32_t pad;
+	uint32_t bell;		/* our eventfd's number + 1; 0: none */
 	char seg[SHM_NAME_MAX];	/* empty: no segment */
 };
 
 struct shm_result {
 	uint8_t ok;		/* mapped the peer's segment */
 	uint8_t cma;		/* read the peer's cookie */
-	uint8_t pad[6];
+	uint8_t bell;		/* took the peer's eventfd */
+	uint8_t pad[5];
 };
 
 enum shm_mode {
@@ -191,6 +206,9 @@ struct shm_conn {
 	/* handshake */
 	int my_ok, peer_ok;		/* -1 unknown */
 	bool cma_out, cma_in;		/* we can CMA the peer; it can us */
+	int bell_in, bell_out;		/* our eventfd; the peer's, or -1 */
+	bool bell_taken;		/* the peer took bell_in */
+	bool armed;			/* asleep set by shm_sleep_fd */
 	uint32_t pid;
 	char my_seg[SHM_NAME_MAX];	/* still linked when non-empty */
 	uint8_t hs_hdr[2][IWARP_RDM_HDR_LEN];
@@ -246,8 +264,19 @@ static void shm_unlink_mine(struct shm_conn *c)
 	c->my_seg[0] = 0;
 }
 
+static void shm_bells_close(struct shm_conn *c)
+{
+	if (c->bell_in >= 0)
+		close(c->bell_in);
+	if (c->bell_out >= 0)
+		close(c->bell_out);
+	c->bell_in = c->bell_out = -1;
+	c->bell_taken = c->armed = false;
+}
+
 static void shm_unmap(struct shm_conn *c)
 {
+	shm_bells_close(c);
 	if (c->rx_seg)
 		munmap(c->rx_seg, SHM_SEG_SIZE);
 	if (c->tx_seg)
@@ -474,6 +503,30 @@ static void shm_tx_push(struct shm_conn *c, struct shm_slot *s, uint32_t type,
 	__atomic_store_n(&c->tx_seg->head, ++c->tx_head, __ATOMIC_RELEASE);
 }
 
+/*
+ * We produced into the peer's ring or freed room in ours: a peer asleep
+ * (flag in its segment, read after our counter store) is woken once.
+ */
+static void shm_kick(struct shm_conn *c, uint32_t why)
+{
+	struct pollfd pf = { .fd = c->bell_out, .events = POLLOUT };
+	uint64_t one = 1;
+
+	if (c->bell_out < 0 || !c->tx_seg)
+		return;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!(__atomic_load_n(&c->tx_seg->asleep, __ATOMIC_RELAXED) & why) ||
+	    !__atomic_exchange_n(&c->tx_seg->asleep, 0, __ATOMIC_SEQ_CST))
+		return;
+	/* the peer owns the eventfd and could make a write block: only
+	 * when it has room, whatever its flags */
+	if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLOUT) &&
+	    write(c->bell_out, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		FI_INFO(&iwarp_prov, FI_LOG_EP_DATA,
+			"RDM peer %s: doorbell: %s\n", c->name,
+			strerror(errno));
+}
+
 /* Copies up to room octets of op's iov (from its cursor) to p. */
 static uint32_t shm_gather(struct shm_op *op, uint8_t *p, uint32_t room)
 {
@@ -614,16 +667,20 @@ static void shm_tx_sent(struct shm_conn *c, struct shm_op *op)
 
 static void shm_tx_flush(struct shm_conn *c)
 {
+	uint64_t from = c->tx_head;
+
 	while (c->mode == SHM_ON && !iwarp_list_empty(&c->txq)) {
 		struct shm_op *op = iwarp_container_of(c->txq.next,
 						       struct shm_op, link);
 		struct shm_slot *s = shm_tx_slot(c);
 
 		if (!s)
-			return;
+			break;
 		if (shm_tx_step(c, op, s))
 			shm_tx_sent(c, op);
 	}
+	if (c->tx_head != from)
+		shm_kick(c, SHM_WAKE_DATA);
 }
 
 static struct shm_op *shm_op_new(struct shm_conn *c, void *ctx, uint8_t type,
@@ -1025,7 +1082,7 @@ static void shm_rx_slot(struct shm_conn *c, const struct shm_slot *s)
 	}
 }
 
-static void shm_rx_run(struct shm_conn *c)
+static void shm_rx_consume(struct shm_conn *c)
 {
 	unsigned int budget = SHM_RX_BUDGET;
 	uint64_t head;
@@ -1046,6 +1103,16 @@ static void shm_rx_run(struct shm_conn *c)
 	}
 }
 
+/* Consumes what is there; a producer asleep on a full ring is woken. */
+static void shm_rx_run(struct shm_conn *c)
+{
+	uint64_t from = c->rx_tail;
+
+	shm_rx_consume(c);
+	if (c->rx_tail != from && c->mode == SHM_ON)
+		shm_kick(c, SHM_WAKE_ROOM);
+}
+
 static void shm_done_run(struct shm_conn *c)
 {
 	while (c->mode == SHM_ON && !iwarp_list_empty(&c->doneq)) {
@@ -1061,7 +1128,16 @@ static void shm_done_run(struct shm_conn *c)
 static void shm_progress(struct iwarp_pollable *p)
 {
 	struct shm_conn *c = iwarp_container_of(p, struct shm_conn, poll);
+	uint64_t v;
 
+	if (c->armed) {
+		c->armed = false;
+		__atomic_store_n(&c->rx_seg->asleep, 0, __ATOMIC_RELAXED);
+		if (read(c->bell_in, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			FI_INFO(&iwarp_prov, FI_LOG_EP_DATA,
+				"RDM peer %s: doorbell: %s\n", c->name,
+				strerror(errno));
+	}
 	shm_rx_run(c);
 	shm_tx_flush(c);
 	shm_done_run(c);
@@ -1069,8 +1145,8 @@ static void shm_progress(struct iwarp_pollable *p)
 		shm_teardown(c);
 }
 
-/* No descriptor to wait on: progress calls come every turn anyway, and
- * blocking waits look again every millisecond. */
+/* No descriptor to poll: progress calls come every turn anyway, and
+ * without a doorbell blocking waits look again every millisecond. */
 static void shm_poll_info(struct iwarp_pollable *p, int *fd, short *events,
 			  uint64_t *deadline)
 {
@@ -1078,6 +1154,31 @@ static void shm_poll_info(struct iwarp_pollable *p, int *fd, short *events,
 	*fd = -1;
 	*events = 0;
 	*deadline = iw_now_ms() + 1;
+}
+
+/* A wait is about to sleep: asleep set, then a last look at both rings
+ * (the peer checks the flag after its counter store); work already
+ * there rings our own bell so the wait does not sleep. */
+static int shm_sleep_fd(struct iwarp_pollable *p)
+{
+	struct shm_conn *c = iwarp_container_of(p, struct shm_conn, poll);
+	uint64_t one = 1, head, tail;
+	bool work;
+
+	if (c->mode != SHM_ON || c->bell_in < 0 || !c->bell_taken)
+		return -1;
+	__atomic_store_n(&c->rx_seg->asleep, SHM_WAKE_DATA |
+			 (iwarp_list_empty(&c->txq) ? 0 : SHM_WAKE_ROOM),
+			 __ATOMIC_SEQ_CST);
+	c->armed = true;
+	head = __atomic_load_n(&c->rx_seg->head, __ATOMIC_SEQ_CST);
+	tail = __atomic_load_n(&c->tx_seg->tail, __ATOMIC_SEQ_CST);
+	work = head != c->rx_tail ||
+	       (!iwarp_list_empty(&c->txq) && c->tx_head - tail < SHM_SLOTS);
+	if (work && write(c->bell_in, &one, sizeof(one)) < 0 &&
+	    errno != EAGAIN)
+		return -1;
+	return c->bell_in;
 }
 
 /* ---- the handshake over the iWARP connection */
@@ -1122,6 +1223,10 @@ static void shm_decide(struct shm_conn *c)
 		shm_forward_up(c);
 		return;
 	}
+	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL, "RDM peer %s: sleeping waits "
+		"%s\n", c->name, c->bell_out >= 0 && c->bell_taken ?
+		"woken by the peer (eventfd doorbells both ways)" :
+		"look again every millisecond (no doorbell)");
 	c->mode = SHM_ON;
 	c->rx_tail = c->tx_head = 0;
 	iwarp_rdm_iw_quiet(c->iw, true);
@@ -1141,6 +1246,37 @@ static bool shm_cma_probe(const struct shm_hello *h, uint32_t pid)
 	       (ssize_t)sizeof(got) && !memcmp(got, h->cookie, sizeof(got));
 }
 
+/*
+ * The peer's eventfd number fd, copied into this process: an fd of the
+ * peer's that is not an eventfd (a peer lying) is refused, -1.
+ */
+static int shm_bell_take(struct shm_conn *c, uint32_t pid, uint32_t fd)
+{
+	char path[40], what[32];
+	int pfd, bell;
+	ssize_t n;
+
+	if (fd > INT32_MAX)
+		return -1;
+	pfd = pidfd_open((pid_t)pid, 0);
+	if (pfd < 0)
+		return -1;
+	bell = pidfd_getfd(pfd, (int)fd, 0);
+	close(pfd);
+	if (bell < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", bell);
+	n = readlink(path, what, sizeof(what) - 1);
+	if (n < 0 || (what[n] = 0, strcmp(what, "anon_inode:[eventfd]"))) {
+		FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
+			"RDM peer %s: its doorbell is no eventfd: none\n",
+			c->name);
+		close(bell);
+		return -1;
+	}
+	return bell;
+}
+
 static void shm_hello_in(struct shm_conn *c, const struct shm_hello *h)
 {
 	const struct shm_hello *me = &c->se->me;
@@ -1156,6 +1292,9 @@ static void shm_hello_in(struct shm_conn *c, const struct shm_hello *h)
 		c->pid = t.pid;
 		c->cma_out = t.pidns == me->pidns && shm_cma_probe(&t, t.pid);
 		res.cma = c->cma_out;
+		if (c->cma_out && t.bell)
+			c->bell_out = shm_bell_take(c, t.pid, t.bell - 1);
+		res.bell = c->bell_out >= 0;
 	}
 	c->my_ok = res.ok;
 	c->hs_result = res;
@@ -1197,6 +1336,7 @@ static void shm_hs_recv(struct shm_conn *c, uint64_t len, bool ok)
 	}
 	c->peer_ok = c->hs_buf.result.ok == 1;
 	c->cma_in = c->hs_buf.result.cma == 1;
+	c->bell_taken = c->hs_buf.result.bell == 1;
 	shm_decide(c);
 }
 
@@ -1279,6 +1419,8 @@ static void shm_up_connected(struct iwarp_rdm_peer *peer)
 		memcpy(c->hs_hello.seg, c->my_seg, sizeof(c->hs_hello.seg));
 	else
 		c->my_ok = 0;	/* the peer then refuses too */
+	c->bell_in = c->my_ok ? eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : -1;
+	c->hs_hello.bell = c->bell_in >= 0 ? (uint32_t)c->bell_in + 1 : 0;
 	shm_hs_send(c, SHM_HELLO, &c->hs_hello, sizeof(c->hs_hello));
 	if (c->hs_early) {
 		c->hs_early = false;
@@ -1425,6 +1567,8 @@ static struct iwarp_rdm_xconn *shm_peer_open(struct iwarp_rdm_xep *xe,
 	iwarp_list_init(&c->poll.link);
 	c->poll.progress = shm_progress;
 	c->poll.poll_info = shm_poll_info;
+	c->poll.sleep_fd = shm_sleep_fd;
+	c->bell_in = c->bell_out = -1;
 	c->iw = iw->peer_open(se->iw, (struct iwarp_rdm_peer *)(void *)c,
 			      addr);
 	if (!c->iw) {
