@@ -2,14 +2,18 @@
 /*
  * mpi_bench: OSU-style latency and bandwidth between ranks 0 and 1.
  *
- *	mpi_bench lat|bw [SIZES]       (default 0,1,8,64,512,4k,64k,256k,1m,4m)
+ *	mpi_bench lat|bw|bibw [SIZES]  (default 0,1,8,64,512,4k,64k,256k,1m,4m)
  *
  * lat: blocking MPI_Send/MPI_Recv ping-pong after a warm-up, half the round
- * trip. bw: rank 0 posts a window of 64 MPI_Isend from one buffer, rank 1
- * 64 MPI_Irecv into one buffer, then rank 1 answers with a 4-octet ack.
- * After the timed loop of each size one more message carries a pattern
- * that the receiver checks (untimed). Prints the RESULT lines of
- * bench_common.h, with the CPU time of both ranks per message.
+ * trip (osu_latency). bw (osu_bw): rank 0 posts a window of 64 MPI_Isend
+ * from one buffer, rank 1 64 MPI_Irecv into one buffer, then rank 1
+ * answers with a 4-octet ack. bibw (osu_bibw): each rank posts 64
+ * MPI_Irecv into one buffer and 64 MPI_Isend from another, then waits for
+ * all 128; the figure counts both directions. After the timed loop of each
+ * size one more message carries a pattern that the receiver checks
+ * (untimed; in bibw each rank sends one and checks one). Prints the RESULT
+ * lines of bench_common.h, with the CPU time of both ranks per message
+ * (bibw: the messages of both directions).
  *
  *	mpirun -np N mpi_bench allpairs
  *
@@ -35,18 +39,33 @@ static void check_pattern(const unsigned char *b, size_t n)
 	}
 }
 
-/* The last message of a size: rank 0 sends a pattern, rank 1 checks. */
-static void verify(int rank, unsigned char *buf, size_t n)
+/* The last message of a size: rank `from` sends a pattern from sbuf,
+ * the other rank checks what arrives in rbuf. */
+static void verify(int from, int rank, unsigned char *sbuf,
+		   unsigned char *rbuf, size_t n)
 {
-	if (rank == 0) {
-		bench_fill(buf, n, (unsigned)n);
-		MPI_Send(buf, (int)n, MPI_BYTE, 1, 9, MPI_COMM_WORLD);
+	if (rank == from) {
+		bench_fill(sbuf, n, (unsigned)n);
+		MPI_Send(sbuf, (int)n, MPI_BYTE, !from, 9, MPI_COMM_WORLD);
 	} else {
-		memset(buf, 0, n);
-		MPI_Recv(buf, (int)n, MPI_BYTE, 0, 9, MPI_COMM_WORLD,
+		memset(rbuf, 0, n);
+		MPI_Recv(rbuf, (int)n, MPI_BYTE, from, 9, MPI_COMM_WORLD,
 			 MPI_STATUS_IGNORE);
-		check_pattern(buf, n);
+		check_pattern(rbuf, n);
 	}
+}
+
+/* Both ranks start the timed loop together. */
+static double start_clock(void)
+{
+	MPI_Barrier(MPI_COMM_WORLD);
+	return MPI_Wtime();
+}
+
+/* MB/s (10^6 octets) of `octets` moved since t0 */
+static double mb_per_s(double octets, double t0)
+{
+	return octets / ((MPI_Wtime() - t0) * 1e6);
 }
 
 static double lat(int rank, unsigned char *buf, size_t n, long it)
@@ -55,10 +74,8 @@ static double lat(int rank, unsigned char *buf, size_t n, long it)
 	long i;
 
 	for (i = -LAT_WARM; i < it; i++) {
-		if (i == 0) {
-			MPI_Barrier(MPI_COMM_WORLD);
-			t0 = MPI_Wtime();
-		}
+		if (i == 0)
+			t0 = start_clock();
 		if (rank == 0) {
 			MPI_Send(buf, (int)n, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
 			MPI_Recv(buf, (int)n, MPI_BYTE, 1, 1, MPI_COMM_WORLD,
@@ -72,26 +89,34 @@ static double lat(int rank, unsigned char *buf, size_t n, long it)
 	return (MPI_Wtime() - t0) * 1e6 / (double)it / 2;
 }
 
+/* A window of BENCH_WINDOW nonblocking sends to (or receives from) peer,
+ * all from (into) one buffer, as OSU's bandwidth tests post them. */
+static void post_window(int send, int peer, unsigned char *buf, size_t n,
+			MPI_Request *req)
+{
+	int w;
+
+	for (w = 0; w < BENCH_WINDOW; w++) {
+		if (send)
+			MPI_Isend(buf, (int)n, MPI_BYTE, peer, 2,
+				  MPI_COMM_WORLD, &req[w]);
+		else
+			MPI_Irecv(buf, (int)n, MPI_BYTE, peer, 2,
+				  MPI_COMM_WORLD, &req[w]);
+	}
+}
+
 static double bw(int rank, unsigned char *buf, size_t n, long it)
 {
 	MPI_Request req[BENCH_WINDOW];
 	double t0 = 0;
-	int ack = 0, w;
+	int ack = 0;
 	long i;
 
 	for (i = -2; i < it; i++) {
-		if (i == 0) {
-			MPI_Barrier(MPI_COMM_WORLD);
-			t0 = MPI_Wtime();
-		}
-		for (w = 0; w < BENCH_WINDOW; w++) {
-			if (rank == 0)
-				MPI_Isend(buf, (int)n, MPI_BYTE, 1, 2,
-					  MPI_COMM_WORLD, &req[w]);
-			else
-				MPI_Irecv(buf, (int)n, MPI_BYTE, 0, 2,
-					  MPI_COMM_WORLD, &req[w]);
-		}
+		if (i == 0)
+			t0 = start_clock();
+		post_window(rank == 0, !rank, buf, n, req);
 		MPI_Waitall(BENCH_WINDOW, req, MPI_STATUSES_IGNORE);
 		if (rank == 0)
 			MPI_Recv(&ack, 1, MPI_INT, 1, 3, MPI_COMM_WORLD,
@@ -99,8 +124,25 @@ static double bw(int rank, unsigned char *buf, size_t n, long it)
 		else
 			MPI_Send(&ack, 1, MPI_INT, 0, 3, MPI_COMM_WORLD);
 	}
-	return (double)n * BENCH_WINDOW * (double)it /
-	       ((MPI_Wtime() - t0) * 1e6);
+	return mb_per_s((double)n * BENCH_WINDOW * (double)it, t0);
+}
+
+/* both directions at once: receives first, so no send waits for one */
+static double bibw(int rank, unsigned char *sbuf, unsigned char *rbuf,
+		   size_t n, long it)
+{
+	MPI_Request req[2 * BENCH_WINDOW];
+	double t0 = 0;
+	long i;
+
+	for (i = -2; i < it; i++) {
+		if (i == 0)
+			t0 = start_clock();
+		post_window(0, !rank, rbuf, n, req);
+		post_window(1, !rank, sbuf, n, req + BENCH_WINDOW);
+		MPI_Waitall(2 * BENCH_WINDOW, req, MPI_STATUSES_IGNORE);
+	}
+	return mb_per_s(2.0 * (double)n * BENCH_WINDOW * (double)it, t0);
 }
 
 #define PAIR_LEN 1024
@@ -159,59 +201,84 @@ static void allpairs(int rank, int nranks)
 	free(r);
 }
 
+enum mode { LAT, BW, BIBW, NMODES };
+
+static const char *const mode_names[NMODES] = { "lat", "bw", "bibw" };
+
+static int mode_of(const char *s)
+{
+	int m;
+
+	for (m = 0; m < NMODES; m++)
+		if (!strcmp(s, mode_names[m]))
+			return m;
+	return -1;
+}
+
+/* One size: the timed loop, then the pattern check, then rank 0 prints
+ * the RESULT line. sbuf and rbuf hold the largest size. */
+static void one_size(int mode, int rank, unsigned char *sbuf,
+		     unsigned char *rbuf, size_t n)
+{
+	/* messages per iteration, both ranks together */
+	int per = mode == LAT ? 2 : mode == BW ? BENCH_WINDOW :
+		  2 * BENCH_WINDOW;
+	long it = mode == LAT ? bench_iters(n, 50, 40000, 200000) :
+		  bench_iters(n * (size_t)per, 3, 500, 300000);
+	long warm = mode == LAT ? LAT_WARM : 2;
+	double c0 = bench_cpu(), v, cpu;
+
+	v = mode == LAT ? lat(rank, sbuf, n, it) :
+	    mode == BW ? bw(rank, rank ? rbuf : sbuf, n, it) :
+	    bibw(rank, sbuf, rbuf, n, it);
+	cpu = bench_cpu() - c0;
+	MPI_Allreduce(MPI_IN_PLACE, &cpu, 1, MPI_DOUBLE, MPI_SUM,
+		      MPI_COMM_WORLD);
+	verify(0, rank, sbuf, rbuf, n);
+	if (mode == BIBW)
+		verify(1, rank, sbuf, rbuf, n);
+	if (rank == 0) {
+		printf("RESULT %s %zu %.3f %.3f\n", mode_names[mode], n, v,
+		       cpu / ((double)per * (double)(it + warm)));
+		fflush(stdout);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	size_t sizes[BENCH_MAX_SIZES], max = 1;
-	int rank, nranks, nsizes, s;
-	const char *mode;
-	unsigned char *buf;
+	int rank, nranks, nsizes, s, mode;
+	unsigned char *sbuf, *rbuf;
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-	mode = argc > 1 ? argv[1] : "lat";
-	if (!strcmp(mode, "allpairs") && nranks > 1) {
+	if (argc > 1 && !strcmp(argv[1], "allpairs") && nranks > 1) {
 		allpairs(rank, nranks);
 		MPI_Finalize();
 		return 0;
 	}
+	mode = mode_of(argc > 1 ? argv[1] : "lat");
 	nsizes = bench_parse_sizes(argc > 2 ? argv[2] :
 				   "0,1,8,64,512,4k,64k,256k,1m,4m", sizes);
-	if (nranks != 2 || nsizes <= 0 ||
-	    (strcmp(mode, "lat") && strcmp(mode, "bw"))) {
+	if (nranks != 2 || nsizes <= 0 || mode < 0) {
 		if (!rank)
 			fprintf(stderr, "usage: mpirun -np 2 mpi_bench "
-				"lat|bw [SIZES] | mpirun -np N mpi_bench "
+				"lat|bw|bibw [SIZES] | mpirun -np N mpi_bench "
 				"allpairs\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 	for (s = 0; s < nsizes; s++)
 		if (sizes[s] > max)
 			max = sizes[s];
-	buf = calloc(1, max);
-	if (!buf)
+	sbuf = calloc(1, max);
+	rbuf = calloc(1, max);
+	if (!sbuf || !rbuf)
 		MPI_Abort(MPI_COMM_WORLD, 1);
-	for (s = 0; s < nsizes; s++) {
-		size_t n = sizes[s];
-		int is_lat = !strcmp(mode, "lat");
-		long it = is_lat ? bench_iters(n, 50, 40000, 200000) :
-				   bench_iters(n * BENCH_WINDOW, 3, 500, 300000);
-		double c0 = bench_cpu(), v, cpu, msgs;
-
-		v = is_lat ? lat(rank, buf, n, it) : bw(rank, buf, n, it);
-		cpu = bench_cpu() - c0;
-		MPI_Allreduce(MPI_IN_PLACE, &cpu, 1, MPI_DOUBLE, MPI_SUM,
-			      MPI_COMM_WORLD);
-		msgs = is_lat ? 2.0 * (double)(it + LAT_WARM) :
-				(double)BENCH_WINDOW * (double)(it + 2);
-		verify(rank, buf, n);
-		if (rank == 0) {
-			printf("RESULT %s %zu %.3f %.3f\n", mode, n, v,
-			       cpu / msgs);
-			fflush(stdout);
-		}
-	}
-	free(buf);
+	for (s = 0; s < nsizes; s++)
+		one_size(mode, rank, sbuf, rbuf, sizes[s]);
+	free(sbuf);
+	free(rbuf);
 	MPI_Finalize();
 	return 0;
 }
