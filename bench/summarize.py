@@ -62,16 +62,34 @@ def sizes_of(cfgs):
     return sorted({s for (c, s) in rows if c in cfgs})
 
 
-def table(title, cfgs, names, fmt, cpu=False):
+def rep_ratios(a, b):
+    # each repeat compares configurations that ran minutes apart at most;
+    # the median of those ratios resists slow drift better than a ratio
+    # of two medians
+    ra, rb = by_rep.get(a, {}), by_rep.get(b, {})
+    return sorted(ra[k] / rb[k] for k in ra if k in rb and rb[k])
+
+
+def ratio_cell(a, b, size):
+    r = rep_ratios((a, size), (b, size))
+    return "%.2f" % statistics.median(r) if r else "-"
+
+
+def table(title, cfgs, names, fmt, cpu=False, ratios=()):
+    # ratios: (header, cfg, reference cfg) columns, per size
     cfgs = [c for c in cfgs if any(k[0] == c for k in rows)]
     if not cfgs:
         return
+    ratios = [r for r in ratios if r[1] in cfgs and r[2] in cfgs]
     print("### " + title + "\n")
-    print("| size | " + " | ".join(names[c] for c in cfgs) + " |")
-    print("|---:|" + "---:|" * len(cfgs))
+    print("| size | " + " | ".join([names[c] for c in cfgs] +
+                                   [r[0] for r in ratios]) + " |")
+    print("|---:|" + "---:|" * (len(cfgs) + len(ratios)))
     for s in sizes_of(cfgs):
         print("| %s | " % human(s) +
-              " | ".join(cell(c, s, fmt, cpu) for c in cfgs) + " |")
+              " | ".join([cell(c, s, fmt, cpu) for c in cfgs] +
+                         [ratio_cell(a, b, s) for _, a, b in ratios]) +
+              " |")
     print()
 
 
@@ -96,6 +114,12 @@ NAMES = {
     "mpi_vader_lat": "MPI ob1 vader", "mpi_iwarpshm_bw": "MPI iwarp shm",
     "mpi_vader_bw": "MPI ob1 vader",
 }
+MPIPATHS = ("iwarp", "tcpofi", "ob1", "iwarpshm", "vader")
+for p in MPIPATHS:
+    NAMES["mpi_%s_bibw" % p] = NAMES["mpi_%s_bw" % p] + " bibw"
+    for m in ("bw", "bibw"):
+        NAMES["mpi_%s_%s_unbound" % (p, m)] = (NAMES["mpi_%s_%s" % (p, m)] +
+                                               ", unbound")
 
 LAT = ["raw_lat", "pp_iwarp_msg", "pp_tcp_msg", "pp_iwarp_rdm", "pp_tcp_rdm"]
 FILAT = ["raw_lat", "fi_iwarp_msg_lat", "fi_tcp_msg_lat", "fi_iwarp_rdm_lat",
@@ -104,8 +128,22 @@ BW = ["raw_bw", "fi_iwarp_msg_bw", "fi_iwarp_msg_bw_crc", "fi_tcp_msg_bw",
       "fi_iwarp_rdm_bw", "fi_tcp_rdm_bw", "fi_iwarp_rdm_bw_shm"]
 MPILAT = ["mpi_iwarp_lat", "mpi_tcpofi_lat", "mpi_ob1_lat",
           "mpi_iwarpshm_lat", "mpi_vader_lat"]
-MPIBW = ["mpi_iwarp_bw", "mpi_tcpofi_bw", "mpi_ob1_bw", "mpi_iwarpshm_bw",
-         "mpi_vader_bw"]
+
+
+def mpi_cfgs(mode, paths=MPIPATHS, suffix=""):
+    return ["mpi_%s_%s%s" % (p, mode, suffix) for p in paths]
+
+
+def mpi_ratios(mode, suffix=""):
+    # iwarp against the other MPI paths of the same mode and binding
+    c = dict(zip(MPIPATHS, mpi_cfgs(mode, suffix=suffix)))
+    return (("iwarp / libfabric tcp", c["iwarp"], c["tcpofi"]),
+            ("iwarp / ob1", c["iwarp"], c["ob1"]),
+            ("iwarp shm / vader", c["iwarpshm"], c["vader"]))
+
+
+MPIBW = mpi_cfgs("bw")
+MPIBIBW = mpi_cfgs("bibw")
 
 print("## iwarp benchmark (loopback)\n")
 print("%s repeats, configurations interleaved in each (in reverse order "
@@ -121,8 +159,15 @@ table("Bandwidth, MB/s (window of 64 messages, then an ack)", BW, NAMES,
       "%.0f")
 table("CPU per message, us (bandwidth runs)", BW, NAMES, "%.2f", cpu=True)
 table("MPI latency, us (blocking ping-pong)", MPILAT, NAMES, "%.2f")
-table("MPI bandwidth, MB/s (window of 64 Isend, then an ack)", MPIBW, NAMES,
-      "%.0f")
+table("MPI bandwidth, MB/s (osu_bw: window of 64 Isend, then an ack)",
+      MPIBW, NAMES, "%.0f", ratios=mpi_ratios("bw"))
+table("MPI bidirectional bandwidth, MB/s (osu_bibw: each rank 64 Irecv and "
+      "64 Isend, then waits for all; both directions counted)", MPIBIBW,
+      NAMES, "%.0f", ratios=mpi_ratios("bibw"))
+for m, osu in (("bw", "osu_bw"), ("bibw", "osu_bibw")):
+    table("MPI %s, ranks unbound (mpirun --bind-to none), MB/s" % osu,
+          mpi_cfgs(m, MPIPATHS[:3], "_unbound"), NAMES, "%.0f",
+          ratios=mpi_ratios(m, "_unbound"))
 table("MPI CPU per message, us (both ranks, latency runs)", MPILAT, NAMES,
       "%.2f", cpu=True)
 
@@ -182,16 +227,27 @@ targets = []
 
 
 def target(text, a, b, bound, at_most):
-    # each repeat compares configurations that ran minutes apart at most;
-    # the median of those ratios resists slow drift better than a ratio
-    # of two medians
-    ra, rb = by_rep.get(a, {}), by_rep.get(b, {})
-    r = sorted(ra[k] / rb[k] for k in ra if k in rb and rb[k])
+    r = rep_ratios(a, b)
     if not r:
         targets.append((text, None, None, bound, at_most))
     else:
         targets.append((text, statistics.median(r), (r[0], r[-1]), bound,
                         at_most))
+
+
+def target_sizes(text, a, b, lo, hi, bound):
+    # at least `bound` at every size lo..hi both ran: the worst size decides
+    got = []
+    for s in sizes_of([a]):
+        r = rep_ratios((a, s), (b, s)) if lo <= s <= hi else None
+        if r:
+            got.append((statistics.median(r), s, r))
+    if not got:
+        targets.append((text, None, None, bound, False))
+        return
+    m, s, r = min(got)
+    targets.append(("%s (%d sizes; worst %s)" % (text, len(got), human(s)),
+                    m, (r[0], r[-1]), bound, False))
 
 
 M = 1 << 20
@@ -223,6 +279,15 @@ target("MPI 1 MiB bandwidth / MPI over libfabric tcp", ("mpi_iwarp_bw", M),
        ("mpi_tcpofi_bw", M), 1.0, False)
 target("MPI 1 MiB bandwidth / raw TCP stream", ("mpi_iwarp_bw", M),
        ("raw_bw", M), 0.85, False)
+# issue 20: osu_bw and osu_bibw, every size 16 KiB..4 MiB, bound and not
+for m, osu in (("bw", "osu_bw"), ("bibw", "osu_bibw")):
+    for suffix, how in (("", "bound"), ("_unbound", "unbound")):
+        for ref, name, bound in (("tcpofi", "MPI over libfabric tcp", 1.1),
+                                 ("ob1", "Open MPI ob1 TCP", 1.0)):
+            target_sizes("MPI %s, %s, every size 16 KiB-4 MiB / %s" %
+                         (osu, how, name), "mpi_iwarp_%s%s" % (m, suffix),
+                         "mpi_%s_%s%s" % (ref, m, suffix), 16 << 10, 4 * M,
+                         bound)
 target("MSG connection setup / tcp msg", ("fi_iwarp_msg_conn", 0),
        ("fi_tcp_msg_conn", 0), 0.5, True)
 target("MSG connection setup / bare TCP connect", ("fi_iwarp_msg_conn", 0),
@@ -261,7 +326,7 @@ if c:
 print()
 
 # plot: one data file per configuration, latency and bandwidth panels
-plots = {"lat": LAT + MPILAT, "bw": BW + MPIBW}
+plots = {"lat": LAT + MPILAT, "bw": BW + MPIBW + MPIBIBW}
 for kind, cfgs in plots.items():
     for cfg in cfgs:
         with open(os.path.join(outdir, cfg + ".dat"), "w") as f:
