@@ -196,6 +196,87 @@ void cqdata_norecv_server(struct proc *p)
 	cqd_server(p, true);
 }
 
+/*
+ * A peer that floods Writes with CQ data at an endpoint without
+ * FI_RX_CQ_DATA that never reads its CQ: the endpoint holds exactly
+ * IWARP_IMM_UNREAD_MAX (msg.h) completions, then ends the stream.
+ */
+#define CQD_UNREAD_MAX	(1u << 16)
+#define CQD_FLOOD	(CQD_UNREAD_MAX + 4096)
+
+void cqdata_flood_client(struct proc *p)
+{
+	struct cqd *c = calloc(1, sizeof(*c));
+	uint64_t end = now_ms() + 30000;
+	struct eq_ev ev = { 0 };
+	size_t sent = 0;
+	ssize_t r = 0;
+
+	cqd_hints(p, true);
+	if (c)
+		c->norecv = true;
+	if (!c || !cli_setup(&c->n, p, NULL) || !cqd_prepare(c, p))
+		goto out;
+	while (sent < CQD_FLOOD && now_ms() < end) {
+		r = fi_inject_writedata(c->n.ep, c->tbuf, 8, (uint64_t)sent, 0,
+					rma_addr(&c->n, c->peer_base, CQD_WOFF),
+					c->peer_key);
+		if (r == -FI_EAGAIN) {
+			cq_drain(&c->n);
+			continue;
+		}
+		if (r)
+			break;
+		sent++;
+	}
+	if (!r || r == -FI_EAGAIN)
+		eq_wait(c->n.ep_eq, &ev, 10000);
+	check(sent >= CQD_UNREAD_MAX &&
+	      (r < 0 || ev.event == FI_SHUTDOWN || ev.ret == -FI_EAVAIL),
+	      "flood: %zu Writes with CQ data sent, then the peer ended the "
+	      "connection (last post %zd, EQ %zd event %u)", sent, r, ev.ret,
+	      ev.event);
+	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
+out:
+	if (c)
+		cqd_close(c);
+	free(c);
+}
+
+void cqdata_flood_server(struct proc *p)
+{
+	struct cqd *c = calloc(1, sizeof(*c));
+	uint64_t end = now_ms() + 30000;
+	struct eq_ev ev = { 0 };
+	size_t i, data = 0;
+	bool ended = false;
+
+	cqd_hints(p, true);
+	if (c)
+		c->norecv = true;
+	if (!c || !srv_setup(&c->n, p, NULL) || !cqd_prepare(c, p))
+		goto out;
+	/* progress without taking a completion */
+	while (!ended && now_ms() < end) {
+		(void)fi_cq_read(c->n.cq, NULL, 0);
+		eq_wait(c->n.ep_eq, &ev, 1);
+		ended = ev.event == FI_SHUTDOWN || ev.ret == -FI_EAVAIL;
+	}
+	cq_drain(&c->n);
+	for (i = 0; i < c->n.ncomps; i++)
+		data += !c->n.comps[i].err &&
+			(c->n.comps[i].flags & FI_REMOTE_CQ_DATA);
+	check(ended && data == CQD_UNREAD_MAX,
+	      "flood: %zu completions held unread (at most %u), then the "
+	      "stream ended (EQ %zd event %u)", data, CQD_UNREAD_MAX, ev.ret,
+	      ev.event);
+	ctl_expect(p, CTL_DONE, NULL, 30000);
+out:
+	if (c)
+		cqd_close(c);
+	free(c);
+}
+
 /* ---- only one side asks: nothing of it goes on the wire */
 
 void cqdata_half_client(struct proc *p)

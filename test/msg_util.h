@@ -273,6 +273,8 @@ void cqdata_client(struct proc *p);
 void cqdata_server(struct proc *p);
 void cqdata_norecv_client(struct proc *p);
 void cqdata_norecv_server(struct proc *p);
+void cqdata_flood_client(struct proc *p);
+void cqdata_flood_server(struct proc *p);
 void cqdata_half_client(struct proc *p);
 void cqdata_half_server(struct proc *p);
 void multi_client(struct proc *p);

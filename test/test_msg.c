@@ -1142,6 +1142,8 @@ static const struct msg_case cases[] = {
 	  false, 20 },
 	{ "remote CQ data without FI_RX_CQ_DATA", cqdata_norecv_client,
 	  cqdata_norecv_server, false, false, 20 },
+	{ "remote CQ data flooding an endpoint that reads none",
+	  cqdata_flood_client, cqdata_flood_server, false, false, 60 },
 	{ "remote CQ data asked by one side only", cqdata_half_client,
 	  cqdata_half_server, false, false, 20 },
 	{ "multi-receive buffer", multi_client, multi_server, false, false,

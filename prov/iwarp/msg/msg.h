@@ -89,7 +89,7 @@ struct iwarp_connreq;
 #define IWARP_IMM_SEND		1u
 #define IWARP_MSG_CQ_DATA	4	/* cq_data_size when offered */
 /* remote CQ data of Writes without a receive, unread, at most */
-#define IWARP_IMM_UNREAD_MAX	(1u << 20)
+#define IWARP_IMM_UNREAD_MAX	(1u << 16)
 
 /* The ext block of flags at p (IWARP_EXT_PD_LEN octets). */
 void iwarp_ext_put(uint8_t *p, uint8_t flags);
