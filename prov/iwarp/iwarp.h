@@ -204,6 +204,7 @@ struct iwarp_fabric {
 	struct iwarp_pollable **pptr;
 	size_t pcap;
 	unsigned int rare_tick;		/* progress calls, for rare ones */
+	uint64_t rare_ms;		/* the last rare turn */
 	bool rare_due;			/* a sleep woke on a socket: the next
 					 * progress asks the rare ones too */
 	/* target-side progress for RMA when the application is away */
@@ -263,7 +264,13 @@ struct iwarp_pollable {
 					 * IWARP_RARE_EVERY progress calls */
 };
 
-#define IWARP_RARE_EVERY 16
+/* one poll() of the rare ones per so many calls (with shared memory a
+ * busy loop's calls come every few tens of nanoseconds), and at least
+ * every IWARP_RARE_MS for callers that come seldom; the clock is read
+ * every IWARP_RARE_CLOCK calls */
+#define IWARP_RARE_EVERY 128
+#define IWARP_RARE_CLOCK 8
+#define IWARP_RARE_MS 2
 
 void iwarp_pollable_add(struct iwarp_fabric *fab, struct iwarp_pollable *p);
 void iwarp_pollable_del(struct iwarp_pollable *p);

@@ -137,9 +137,17 @@ static ssize_t iwarp_progress_gather(struct iwarp_fabric *fab, bool rare_turn)
 static bool iwarp_progress_select(struct iwarp_fabric *fab,
 				  struct iwarp_pollable **single)
 {
-	bool rare_turn = !(++fab->rare_tick % IWARP_RARE_EVERY) ||
-			 fab->rare_due;
+	unsigned int tick = ++fab->rare_tick;
+	bool rare_turn = !(tick % IWARP_RARE_EVERY) || fab->rare_due;
 	ssize_t n, i;
+
+	if (rare_turn || !(tick % IWARP_RARE_CLOCK)) {
+		uint64_t now = iw_now_ms();
+
+		rare_turn = rare_turn || now - fab->rare_ms >= IWARP_RARE_MS;
+		if (rare_turn)
+			fab->rare_ms = now;
+	}
 
 	fab->rare_due = false;
 	*single = iwarp_progress_single(fab, rare_turn);
