@@ -479,6 +479,19 @@ static void run(enum fi_ep_type type, const char *what)
 	bool ok;
 	pid_t pid;
 
+	/* fork before any thread of ours exists: a child forked while the
+	 * progress thread holds an allocator lock (ASan's) would hang */
+	if (pipe(down) || pipe(up))
+		exit(1);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		close(down[1]);
+		close(up[0]);
+		_exit(child(type, down[0], up[1]));
+	}
+	close(down[0]);
+	close(up[1]);
 	ok = getinfo(type, FI_MSG | FI_RMA | FI_RMA_EVENT, "127.0.0.1",
 		     "0", FI_SOURCE, &t.s.info) == 0;
 	tap_ok(ok && (t.s.info->caps & FI_RMA_EVENT) &&
@@ -505,17 +518,6 @@ static void run(enum fi_ep_type type, const char *what)
 		k.base_a = (uintptr_t)t.a;
 		k.base_b = (uintptr_t)t.b;
 	}
-	if (pipe(down) || pipe(up))
-		exit(1);
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		close(down[1]);
-		close(up[0]);
-		_exit(child(type, down[0], up[1]));
-	}
-	close(down[0]);
-	close(up[1]);
 	xfull(down[1], &k, sizeof(k), true);
 	if (ok && type == FI_EP_MSG)
 		ok = target_accept(&t, fl) == 0;
