@@ -15,7 +15,9 @@
  *   subset {1, 3} and two disjoint groups at once;
  * - an application tagged receive that ignores every tag bit, posted
  *   before all this, takes none of the collectives' messages, only the
- *   application's message sent after them; tags with bit 63 are refused.
+ *   application's message sent after them; tags with bit 63 are refused;
+ * - a rogue endpoint without FI_COLLECTIVE sends messages tagged like the
+ *   collectives' to every rank first: they change nothing.
  * A child's checks come back to the parent as one byte per check; each
  * TAP result holds for every rank.
  *
@@ -51,7 +53,7 @@
 enum {
 	C_OPEN, C_QUERY, C_SETS, C_JOIN, C_BARRIER, C_SUM, C_MAX, C_GATHER,
 	C_SCATTER, C_BCAST, C_STRIDE, C_DISJOINT, C_AFTER, C_RESV, C_APP,
-	C_BAD, NCHECK
+	C_BAD, C_ROGUE, NCHECK
 };
 
 static const char *check_name[NCHECK] = {
@@ -83,6 +85,9 @@ static const char *check_name[NCHECK] = {
 		  "collective message, then the application's own",
 	[C_BAD] = "bad calls: unknown group address, a set without us, an "
 		  "unsupported op -> -FI_EINVAL/-FI_EOPNOTSUPP",
+	[C_ROGUE] = "an endpoint without FI_COLLECTIVE sent every rank 40 "
+		    "messages tagged with bit 63 (random tags, 0-300 octets) "
+		    "before the join: the checks above still hold",
 };
 
 struct rank {
@@ -508,8 +513,70 @@ static bool check_bad(struct rank *k, struct fid_mc *mc)
 	return ok;
 }
 
+/*
+ * Rank 0 opens a second endpoint without FI_COLLECTIVE (all 64 tag bits
+ * are the application's there) and sends every rank, itself included,
+ * messages tagged like the collectives': not from a member, so they may
+ * only wait as unexpected messages.
+ */
+static bool rogue_flood(struct rank *k, const struct sockaddr_in *names)
+{
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_av_attr aa = { .type = FI_AV_TABLE, .count = NR };
+	static uint8_t junk[300];
+	struct fi_info *fi = fi_dupinfo(k->info);
+	struct fid_ep *ep = NULL;
+	struct fid_cq *cq = NULL;
+	struct fid_av *av = NULL;
+	fi_addr_t to[NR];
+	double end = tap_now() + TMO;
+	int i, done = 0, ret;
+
+	if (!fi)
+		return false;
+	fi->caps &= ~FI_COLLECTIVE;
+	fi->tx_attr->caps &= ~FI_COLLECTIVE;
+	fi->ep_attr->mem_tag_format = ~0ULL;
+	ret = fi_endpoint(k->domain, fi, &ep, NULL);
+	if (!ret)
+		ret = fi_av_open(k->domain, &aa, &av, NULL);
+	if (!ret)
+		ret = fi_cq_open(k->domain, &ca, &cq, NULL);
+	if (!ret)
+		ret = fi_ep_bind(ep, &av->fid, 0);
+	if (!ret)
+		ret = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!ret)
+		ret = fi_enable(ep);
+	if (!ret)
+		ret = fi_av_insert(av, names, NR, to, 0, NULL) == NR ? 0 : -1;
+	for (i = 0; i < 40 * NR && !ret; i++)
+		ret = (int)fi_tsend(ep, junk, (size_t)(rand() % 301), NULL,
+				    to[i % NR], (1ULL << 63) |
+				    ((uint64_t)rand() << 20) | (i & 0xffff),
+				    NULL);
+	while (!ret && done < 40 * NR && tap_now() < end) {
+		struct fi_cq_tagged_entry e;
+		ssize_t n = fi_cq_read(cq, &e, 1);
+
+		if (n == 1)
+			done++;
+		else if (n != -FI_EAGAIN)
+			ret = -1;
+		poll_rx(k);	/* progress for the ranks' own endpoint */
+	}
+	if (ep)
+		fi_close(&ep->fid);
+	if (cq)
+		fi_close(&cq->fid);
+	if (av)
+		fi_close(&av->fid);
+	fi_freeinfo(fi);
+	return !ret && done == 40 * NR;
+}
+
 /* Every check, in the same order on every rank. */
-static void rank_run(struct rank *k)
+static void rank_run(struct rank *k, const struct sockaddr_in *names)
 {
 	static const int world[] = { 0, 1, 2, 3 };
 	struct fid_av_set *ws;
@@ -521,6 +588,7 @@ static void rank_run(struct rank *k)
 	if (fi_trecv(k->ep, &k->app_buf, sizeof(k->app_buf), NULL,
 		     FI_ADDR_UNSPEC, 0, ~0ULL, &k->app_ctx))
 		return;
+	k->ok[C_ROGUE] = k->r ? true : rogue_flood(k, names);
 	ws = range(k, 0, NR - 1, 1);
 	mc = ws ? join(k, ws, &k->ok[C_JOIN], false) : NULL;
 	k->ok[C_JOIN] = mc != NULL;
@@ -573,7 +641,7 @@ static int rank_main(int r, int fd, const int *cfd, uint8_t *ok)
 		      0 : -1;
 	k.ok[C_OPEN] = !ret;
 	if (!ret)
-		rank_run(&k);
+		rank_run(&k, names);
 	rank_close(&k);
 	if (r)
 		return xfull(fd, k.ok, sizeof(k.ok), true) ? 1 : 0;

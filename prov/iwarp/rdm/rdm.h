@@ -440,8 +440,9 @@ void iwarp_rdm_coll_fini(struct iwarp_rdm_ep *ep);
 /* Internal tagged send / receive for op (lock held); 0 or -errno. */
 int iwarp_rdm_isend(struct iwarp_rdm_ep *ep, fi_addr_t dest, const void *buf,
 		    size_t len, uint64_t tag, struct iwarp_rdm_cop *op);
-int iwarp_rdm_irecv(struct iwarp_rdm_ep *ep, void *buf, size_t len,
-		    uint64_t tag, struct iwarp_rdm_cop *op);
+/* The receive takes only a message from src (its fi_addr in our AV). */
+int iwarp_rdm_irecv(struct iwarp_rdm_ep *ep, fi_addr_t src, void *buf,
+		    size_t len, uint64_t tag, struct iwarp_rdm_cop *op);
 /* Removes op's receives not matched yet (lock held); how many. */
 size_t iwarp_rdm_irecv_cancel(struct iwarp_rdm_ep *ep,
 			      struct iwarp_rdm_cop *op);

@@ -21,8 +21,9 @@
  * the root (rank 0, or the given root), which combines them and sends
  * the result DOWN to each. A join is a barrier whose completion is
  * FI_JOIN_COMPLETE on the endpoint's EQ. A receive takes exactly the
- * size the operation expects (rdm_msg.c fails it otherwise); messages
- * for groups or operations not there yet wait as unexpected messages.
+ * size the operation expects (rdm_msg.c fails it otherwise), and only
+ * from the member it names; messages for groups or operations not there
+ * yet wait as unexpected messages.
  */
 #include "rdm.h"
 
@@ -217,7 +218,8 @@ static void iwarp_coll_start(struct iwarp_rdm_ep *ep, struct iwarp_rdm_cop *op)
 		}
 		iwarp_coll_down_buf(op, me, &len);
 		if (!ret) {
-			ret = iwarp_rdm_irecv(ep, dst, len,
+			ret = iwarp_rdm_irecv(ep, mc->member[op->root],
+					      dst, len,
 					      iwarp_coll_tag(op, IWARP_COLL_DOWN,
 							     me), op);
 			op->pend += !ret;
@@ -233,7 +235,8 @@ static void iwarp_coll_start(struct iwarp_rdm_ep *ep, struct iwarp_rdm_cop *op)
 	for (r = 0; r < mc->n && !ret; r++) {
 		if (r == me)
 			continue;
-		ret = iwarp_rdm_irecv(ep, iwarp_coll_slot(op, r), op->len,
+		ret = iwarp_rdm_irecv(ep, mc->member[r], iwarp_coll_slot(op, r),
+				      op->len,
 				      iwarp_coll_tag(op, IWARP_COLL_UP, r), op);
 		op->pend += !ret;
 	}
@@ -342,7 +345,8 @@ struct iwarp_coll_call {
 	void *context;
 };
 
-static ssize_t iwarp_coll_call(struct fid_ep *e, const struct iwarp_coll_call *c)
+static ssize_t iwarp_coll_call(struct fid_ep *e,
+			       const struct iwarp_coll_call *c)
 {
 	struct iwarp_rdm_ep *ep = iwarp_rdm_ep_of(&e->fid);
 	struct iwarp_rdm_mc *mc;
@@ -561,7 +565,8 @@ int iwarp_rdm_query_collective(struct fid_domain *domain,
 /* ---- groups */
 
 /* FNV-1a over the members' family, port and address, in set order. */
-static int iwarp_coll_hash(struct iwarp_rdm_ep *ep, const struct iwarp_av_set *s,
+static int iwarp_coll_hash(struct iwarp_rdm_ep *ep,
+			   const struct iwarp_av_set *s,
 			   uint32_t *hash, size_t *self)
 {
 	uint32_t h = 2166136261u;

@@ -860,8 +860,8 @@ int iwarp_rdm_isend(struct iwarp_rdm_ep *ep, fi_addr_t dest, const void *buf,
 	return 0;
 }
 
-int iwarp_rdm_irecv(struct iwarp_rdm_ep *ep, void *buf, size_t len,
-		    uint64_t tag, struct iwarp_rdm_cop *op)
+int iwarp_rdm_irecv(struct iwarp_rdm_ep *ep, fi_addr_t src, void *buf,
+		    size_t len, uint64_t tag, struct iwarp_rdm_cop *op)
 {
 	struct iovec iov = { buf, len };
 	struct iwarp_rdm_rx *rx = iwarp_stash_get(&ep->rx_stash, sizeof(*rx));
@@ -871,7 +871,7 @@ int iwarp_rdm_irecv(struct iwarp_rdm_ep *ep, void *buf, size_t len,
 	iwarp_rdm_rx_fill(ep, rx, &iov, 1, 0, true);
 	rx->cq = false;
 	rx->coll = op;
-	rx->src = FI_ADDR_UNSPEC;
+	rx->src = src;
 	rx->tag = tag;
 	return (int)iwarp_rdm_recv_take(ep, rx, 0, true);
 }
