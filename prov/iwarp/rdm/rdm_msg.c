@@ -115,6 +115,7 @@ struct iwarp_rdm_srx_want {
 	const struct iwarp_rdm_hdr *h;
 	fi_addr_t from;
 	bool directed;
+	bool coll;		/* FI_COLLECTIVE: bit 63 tags are not theirs */
 };
 
 static bool iwarp_rdm_srx_match(const struct iwarp_srx_rx *rx,
@@ -125,7 +126,8 @@ static bool iwarp_rdm_srx_match(const struct iwarp_srx_rx *rx,
 
 	if (rx->tagged != tagged)
 		return false;
-	if (tagged && ((w->h->tag ^ rx->tag) & ~rx->ignore))
+	if (tagged && (((w->h->tag ^ rx->tag) & ~rx->ignore) ||
+		       (w->coll && (w->h->tag & IWARP_COLL_TAG_BIT))))
 		return false;
 	return !w->directed || rx->src == FI_ADDR_UNSPEC ||
 	       rx->src == w->from;
@@ -162,7 +164,7 @@ static struct iwarp_rdm_rx *iwarp_rdm_srx_take(struct iwarp_rdm_ep *ep,
 					       const struct iwarp_rdm_hdr *h,
 					       fi_addr_t from)
 {
-	struct iwarp_rdm_srx_want w = { h, from, ep->directed };
+	struct iwarp_rdm_srx_want w = { h, from, ep->directed, ep->coll };
 	/* the receiver checked the index (rdm_recv.c) */
 	struct iwarp_rdm_ctx *c =
 		ep->sep ? ep->sep->rx[IWARP_RDM_RXC(h->flags)] : NULL;
