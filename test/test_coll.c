@@ -496,7 +496,8 @@ static bool check_bad(struct rank *k, struct fid_mc *mc)
 {
 	uint64_t v = 1, res;
 	struct fi_context c;
-	struct fid_av_set *other = range(k, (k->r + 1) % NR, (k->r + 1) % NR, 1);
+	fi_addr_t next = (k->r + 1) % NR;
+	struct fid_av_set *other = range(k, next, next, 1);
 	struct fid_mc *m2 = NULL;
 	fi_addr_t a = 0;
 	bool ok;

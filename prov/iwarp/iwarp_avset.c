@@ -234,9 +234,9 @@ int iwarp_av_set_open(struct fid_av *av_fid, struct fi_av_set_attr *attr,
 	s->av = av;
 	iwarp_lock(av->fab);
 	ret = iwarp_av_set_fill(s, attr);
-	s->addr = IWARP_AV_SET_ADDR | (__atomic_add_fetch(&iwarp_av_set_serial, 1,
-							 __ATOMIC_RELAXED) &
-				       0xffffffffffffULL);
+	s->addr = __atomic_add_fetch(&iwarp_av_set_serial, 1,
+				     __ATOMIC_RELAXED);
+	s->addr = IWARP_AV_SET_ADDR | (s->addr & 0xffffffffffffULL);
 	iwarp_unlock(av->fab);
 	if (ret) {
 		free(s->member);

@@ -30,7 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define IWARP_COLL_MC_ADDR (0xc011ULL << 48)	/* fi_mc_addr: no AV index */
+/* fi_mc_addr: never an AV index */
+#define IWARP_COLL_MC_ADDR (0xc011ULL << 48)
 #define IWARP_COLL_MAX (16u << 20)	/* octets a root gathers */
 #define IWARP_COLL_JOIN (-1)		/* kind: the join's barrier */
 
@@ -67,11 +68,11 @@ struct iwarp_rdm_cop {
 	int err;			/* first failure: positive FI errno */
 	enum fi_op op;
 	enum fi_datatype dt;
-	size_t count;			/* elements one member contributes */
+	size_t count;			/* elements per member */
 	size_t len;			/* their octets */
 	const void *buf;
 	void *result;
-	uint8_t *tmp;			/* root: contributions, accumulator */
+	uint8_t *tmp;			/* root: contributions */
 };
 
 static inline struct iwarp_rdm_mc *iwarp_rdm_mc_of(struct fid *fid)
@@ -160,14 +161,34 @@ static const void *iwarp_coll_down_buf(struct iwarp_rdm_cop *op, size_t r,
 	}
 }
 
+/* One internal send or receive of op, counted before it is posted (a
+ * receive may end inside the call); 0 or a negative errno, kept in op. */
+static int iwarp_coll_post(struct iwarp_rdm_ep *ep, struct iwarp_rdm_cop *op,
+			   bool send, fi_addr_t peer, void *buf, size_t len,
+			   unsigned int step, size_t rank)
+{
+	uint64_t tag = iwarp_coll_tag(op, step, rank);
+	int ret;
+
+	op->pend++;
+	ret = send ? iwarp_rdm_isend(ep, peer, buf, len, tag, op) :
+		     iwarp_rdm_irecv(ep, peer, buf, len, tag, op);
+	if (ret) {
+		op->pend--;
+		if (!op->err)
+			op->err = -ret;
+	}
+	return ret;
+}
+
 /* The root: combine what arrived, keep its own share, send the rest. */
 static void iwarp_coll_down(struct iwarp_rdm_ep *ep, struct iwarp_rdm_cop *op)
 {
 	struct iwarp_rdm_mc *mc = op->mc;
 	size_t r, len;
-	int ret;
 
 	op->down = true;
+	op->pend++;		/* held while posting */
 	if (op->kind == FI_ALLREDUCE) {
 		uint8_t *acc = iwarp_coll_slot(op, op->root);
 
@@ -187,18 +208,14 @@ static void iwarp_coll_down(struct iwarp_rdm_ep *ep, struct iwarp_rdm_cop *op)
 		if (r == op->root)
 			continue;
 		b = iwarp_coll_down_buf(op, r, &len);
-		ret = iwarp_rdm_isend(ep, mc->member[r], b, len,
-				      iwarp_coll_tag(op, IWARP_COLL_DOWN, r),
-				      op);
-		if (ret)
-			op->err = -ret;
-		else
-			op->pend++;
+		iwarp_coll_post(ep, op, true, mc->member[r], (void *)b, len,
+				IWARP_COLL_DOWN, r);
 	}
+	op->pend--;		/* the caller ends op if that was all */
 }
 
-/* Posts what the operation starts with; the rest follows from
- * iwarp_rdm_coll_done. */
+/* Posts what the operation starts with (op->pend held by the caller);
+ * the rest follows from iwarp_rdm_coll_done. */
 static void iwarp_coll_start(struct iwarp_rdm_ep *ep, struct iwarp_rdm_cop *op)
 {
 	struct iwarp_rdm_mc *mc = op->mc;
@@ -209,40 +226,28 @@ static void iwarp_coll_start(struct iwarp_rdm_ep *ep, struct iwarp_rdm_cop *op)
 		void *dst = op->kind == FI_BROADCAST ? (void *)op->buf :
 						       op->result;
 
-		if (iwarp_coll_gathers(op->kind)) {
-			ret = iwarp_rdm_isend(ep, mc->member[op->root],
-					      op->buf, op->len,
-					      iwarp_coll_tag(op, IWARP_COLL_UP,
-							     me), op);
-			op->pend += !ret;
-		}
-		iwarp_coll_down_buf(op, me, &len);
-		if (!ret) {
-			ret = iwarp_rdm_irecv(ep, mc->member[op->root],
-					      dst, len,
-					      iwarp_coll_tag(op, IWARP_COLL_DOWN,
-							     me), op);
-			op->pend += !ret;
-		}
-		op->err = -ret;
+		fi_addr_t root = mc->member[op->root];
+
 		op->down = true;
+		if (iwarp_coll_gathers(op->kind))
+			ret = iwarp_coll_post(ep, op, true, root,
+					      (void *)op->buf, op->len,
+					      IWARP_COLL_UP, me);
+		iwarp_coll_down_buf(op, me, &len);
+		if (!ret)
+			iwarp_coll_post(ep, op, false, root, dst, len,
+					IWARP_COLL_DOWN, me);
 		return;
 	}
 	if (!iwarp_coll_gathers(op->kind))
 		return iwarp_coll_down(ep, op);
 	if (op->len)
 		memcpy(iwarp_coll_slot(op, me), op->buf, op->len);
-	for (r = 0; r < mc->n && !ret; r++) {
-		if (r == me)
-			continue;
-		ret = iwarp_rdm_irecv(ep, mc->member[r], iwarp_coll_slot(op, r),
-				      op->len,
-				      iwarp_coll_tag(op, IWARP_COLL_UP, r), op);
-		op->pend += !ret;
-	}
-	op->err = -ret;
-	if (!op->pend && !op->err)
-		iwarp_coll_down(ep, op);
+	for (r = 0; r < mc->n && !ret; r++)
+		if (r != me)
+			ret = iwarp_coll_post(ep, op, false, mc->member[r],
+					      iwarp_coll_slot(op, r), op->len,
+					      IWARP_COLL_UP, r);
 }
 
 void iwarp_rdm_coll_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_cop *op,
@@ -328,9 +333,11 @@ static int iwarp_coll_run(struct iwarp_rdm_ep *ep, struct iwarp_rdm_mc *mc,
 	}
 	op->seq = mc->seq++;
 	iwarp_list_add_tail(&mc->ops, &op->link);
+	/* held while posting: a receive that finds its message waiting
+	 * ends inside the call */
+	op->pend = 1;
 	iwarp_coll_start(ep, op);
-	if (!op->pend)
-		iwarp_coll_complete(ep, op);
+	iwarp_rdm_coll_done(ep, op, 0);
 	return 0;
 }
 
@@ -642,8 +649,8 @@ static void iwarp_coll_detach(struct iwarp_rdm_mc *mc)
 void iwarp_rdm_coll_fini(struct iwarp_rdm_ep *ep)
 {
 	while (!iwarp_list_empty(&ep->mcs))
-		iwarp_coll_detach(iwarp_container_of(ep->mcs.next,
-						     struct iwarp_rdm_mc, link));
+		iwarp_coll_detach(iwarp_container_of(
+			ep->mcs.next, struct iwarp_rdm_mc, link));
 }
 
 /* fi_close of a group: operations still running end without completion. */
