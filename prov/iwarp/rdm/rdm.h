@@ -10,7 +10,9 @@
  * rdm_rma.c, rdm_atomic.c (the operations) -> rdm_core.c (peers,
  * operation lifecycle, posting, credits) -> rdm_wire.c (codecs); the
  * transport rdm_iw.c uses only rdm_wire.c and is reached through
- * struct iwarp_rdm_xport.
+ * struct iwarp_rdm_xport. rdm_coll.c (collectives) sits beside rdm_ep.c
+ * on rdm_msg.c's internal sends and receives, whose ends come back to it
+ * (iwarp_rdm_coll_done) instead of going to a CQ.
  *
  * Every RDM message is one iWARP Send that starts with a 40-octet header
  * (big-endian):
