@@ -84,7 +84,8 @@ static const char *check_name[NCHECK] = {
 	[C_APP] = "an application receive ignoring all tag bits took no "
 		  "collective message, then the application's own",
 	[C_BAD] = "bad calls: unknown group address, a set without us, an "
-		  "unsupported op -> -FI_EINVAL/-FI_EOPNOTSUPP",
+		  "unsupported op -> -FI_EINVAL/-FI_EOPNOTSUPP; a join that "
+		  "cannot end (rank 1 never joins {0, 1}) closed: no event",
 	[C_ROGUE] = "an endpoint without FI_COLLECTIVE sent every rank 40 "
 		    "messages tagged with bit 63 (random tags, 0-300 octets) "
 		    "before the join: the checks above still hold",
@@ -105,6 +106,7 @@ struct rank {
 	struct fi_context app_ctx;
 	int app_done;			/* its completions */
 	int stray;			/* other receive completions */
+	struct fid_mc *world;		/* closed after the endpoint */
 	uint8_t ok[NCHECK];
 };
 
@@ -492,6 +494,31 @@ static bool check_app(struct rank *k)
 	       k->app_buf == 0xabc000ULL + (k->r + NR - 1) % NR;
 }
 
+/* Rank 0 joins {0, 1}, which rank 1 never joins, then closes it. */
+static bool orphan_join(struct rank *k)
+{
+	struct fid_av_set *s = range(k, 0, 1, 1);
+	struct fid_mc *mc = NULL;
+	fi_addr_t a = 0;
+	uint32_t ev;
+	struct fi_eq_entry e;
+	bool ok;
+	int i;
+
+	ok = s && !fi_av_set_addr(s, &a) &&
+	     !fi_join_collective(k->ep, a, s, 0, &mc, NULL);
+	for (i = 0; ok && i < 50; i++) {
+		ok = fi_eq_read(k->eq, &ev, &e, sizeof(e), 0) == -FI_EAGAIN;
+		poll_rx(k);
+	}
+	if (mc)
+		ok = !fi_close(&mc->fid) && ok;
+	ok = ok && fi_eq_read(k->eq, &ev, &e, sizeof(e), 0) == -FI_EAGAIN;
+	if (s)
+		fi_close(&s->fid);
+	return ok;
+}
+
 static bool check_bad(struct rank *k, struct fid_mc *mc)
 {
 	uint64_t v = 1, res;
@@ -511,7 +538,7 @@ static bool check_bad(struct rank *k, struct fid_mc *mc)
 	     fi_join_collective(k->ep, a, other, 0, &m2, NULL) == -FI_EINVAL;
 	if (other)
 		fi_close(&other->fid);
-	return ok;
+	return ok && (k->r || orphan_join(k));
 }
 
 /*
@@ -605,9 +632,10 @@ static void rank_run(struct rank *k, const struct sockaddr_in *names)
 		k->ok[C_AFTER] = run_barrier(k, mc);
 		k->ok[C_BAD] = check_bad(k, mc);
 		k->ok[C_APP] = check_app(k);
-		/* nobody leaves while a peer may still send to it */
+		/* nobody leaves while a peer may still send to it; the
+		 * group outlives the endpoint (closed after it) */
 		run_barrier(k, mc);
-		fi_close(&mc->fid);
+		k->world = mc;
 	}
 	if (ws)
 		fi_close(&ws->fid);
@@ -644,6 +672,8 @@ static int rank_main(int r, int fd, const int *cfd, uint8_t *ok)
 	if (!ret)
 		rank_run(&k, names);
 	rank_close(&k);
+	if (k.world)
+		fi_close(&k.world->fid);
 	if (r)
 		return xfull(fd, k.ok, sizeof(k.ok), true) ? 1 : 0;
 	memcpy(ok, k.ok, sizeof(k.ok));

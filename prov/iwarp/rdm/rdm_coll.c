@@ -383,11 +383,12 @@ static ssize_t iwarp_coll_call(struct fid_ep *e,
 			   iwarp_coll_rank(mc, c->root_addr) : 0;
 		/* the root's data: scatter's buffer is read there only */
 		if (op->root >= mc->n || (c->kind == FI_SCATTER &&
-					  op->root == mc->self && !c->buf))
+					  op->root == mc->self && !c->buf)) {
 			ret = -FI_EINVAL;
-		else
+		} else {
 			ret = iwarp_coll_run(ep, mc, op);
-		op = NULL;	/* freed or running */
+			op = NULL;	/* freed or running */
+		}
 	}
 	iwarp_unlock(ep->base.fab);
 	free(op);
