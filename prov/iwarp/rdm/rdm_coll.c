@@ -170,6 +170,8 @@ static int iwarp_coll_post(struct iwarp_rdm_ep *ep, struct iwarp_rdm_cop *op,
 	uint64_t tag = iwarp_coll_tag(op, step, rank);
 	int ret;
 
+	if (!len)	/* no NULL base for the copies below, even empty */
+		buf = op;
 	op->pend++;
 	ret = send ? iwarp_rdm_isend(ep, peer, buf, len, tag, op) :
 		     iwarp_rdm_irecv(ep, peer, buf, len, tag, op);
