@@ -57,10 +57,11 @@
 #define IWARP_RDM_CAPS	(FI_MSG | FI_TAGGED | IWARP_MSG_DIR | \
 			 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV | \
 			 IWARP_RMA_CAPS | FI_ATOMIC | IWARP_COMM_CAPS | \
-			 FI_SHARED_AV | FI_TRIGGER | FI_NAMED_RX_CTX)
+			 FI_SHARED_AV | FI_TRIGGER | FI_NAMED_RX_CTX | \
+			 FI_COLLECTIVE)
 #define IWARP_RDM_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | \
 			   FI_ATOMIC | FI_READ | FI_WRITE | FI_TRIGGER | \
-			   FI_NAMED_RX_CTX)
+			   FI_NAMED_RX_CTX | FI_COLLECTIVE)
 #define IWARP_RDM_RX_CAPS (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | \
 			   FI_SOURCE | FI_MULTI_RECV | FI_RMA | FI_ATOMIC | \
 			   FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT)
@@ -78,6 +79,8 @@
 #define IWARP_RDM_CQ_DATA 8
 /* Open MPI keeps communicator bits in the top of the tag */
 #define IWARP_RDM_TAG_FORMAT 0xffffffffffffffffULL
+/* with FI_COLLECTIVE, bit 63 tags the collectives' messages (rdm/rdm_coll.c) */
+#define IWARP_RDM_COLL_TAG_FORMAT 0x7fffffffffffffffULL
 
 /*
  * Applications often copy info->caps into tx_attr/rx_attr->caps, so bits
@@ -971,6 +974,22 @@ static int iwarp_narrow_tagged(struct fi_info *fi, const struct fi_info *hints)
 	return 0;
 }
 
+/*
+ * FI_COLLECTIVE on RDM, only when asked: it takes the top tag bit from
+ * the application.
+ */
+static void iwarp_narrow_coll(struct fi_info *fi, const struct fi_info *hints)
+{
+	if (!hints || !(hints->caps & FI_COLLECTIVE)) {
+		fi->caps &= ~FI_COLLECTIVE;
+		fi->tx_attr->caps &= ~FI_COLLECTIVE;
+		fi->rx_attr->caps &= ~FI_COLLECTIVE;
+		return;
+	}
+	fi->tx_attr->caps |= FI_COLLECTIVE;
+	fi->ep_attr->mem_tag_format = IWARP_RDM_COLL_TAG_FORMAT;
+}
+
 int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
 		    enum fi_ep_type type, struct fi_info **tmpl)
 {
@@ -987,6 +1006,8 @@ int iwarp_attr_info(uint32_t version, const struct fi_info *hints,
 		ret = iwarp_narrow_tagged(fi, hints);
 	if (!ret && type == FI_EP_RDM)
 		ret = iwarp_narrow_sep(fi, hints);
+	if (!ret && type == FI_EP_RDM)
+		iwarp_narrow_coll(fi, hints);
 	if (ret) {
 		fi_freeinfo(fi);
 		return ret;

@@ -494,12 +494,6 @@ static const char *iwarp_av_straddr(struct fid_av *av_fid, const void *addr,
 	return buf;
 }
 
-static int iwarp_av_set(struct fid_av *av, struct fi_av_set_attr *attr,
-			struct fid_av_set **av_set, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 /* ---- named AVs: the shared segment */
 
 /*
@@ -945,7 +939,7 @@ static struct fi_ops_av iwarp_av_ops = {
 	.remove = iwarp_av_remove,
 	.lookup = iwarp_av_lookup,
 	.straddr = iwarp_av_straddr,
-	.av_set = iwarp_av_set,
+	.av_set = iwarp_av_set_open,
 };
 
 /*

@@ -9,6 +9,8 @@
 
 #include "iwarp.h"
 
+#include <rdma/fi_collective.h>
+
 /* An RDM endpoint's name is its listening address: a sockaddr_in or
  * sockaddr_in6 (at most 28 octets, well under Open MPI's 64). */
 struct iwarp_av_entry {
@@ -72,6 +74,31 @@ const union iwarp_sockaddr *iwarp_av_addr(struct iwarp_av *av, fi_addr_t a);
  * duplicates the lowest live fi_addr wins.
  */
 fi_addr_t iwarp_av_reverse(struct iwarp_av *av, const struct sockaddr *sa);
+
+/*
+ * fi_av_set(3) (iwarp_avset.c): an ordered list of distinct fi_addr_t of
+ * one AV; a member's index is its rank in collectives (rdm_coll.c).
+ */
+#define IWARP_AV_SET_MAX 65535	/* ranks travel in 16 tag bits */
+/* fi_av_set_addr: never an index of the AV */
+#define IWARP_AV_SET_ADDR (0x5e7ULL << 48)
+
+struct iwarp_av_set {
+	struct fid_av_set set_fid;
+	struct iwarp_av *av;
+	fi_addr_t *member;
+	size_t n, cap;
+	fi_addr_t addr;
+};
+
+int iwarp_av_set_open(struct fid_av *av, struct fi_av_set_attr *attr,
+		      struct fid_av_set **set, void *context);
+
+static inline struct iwarp_av_set *iwarp_av_set_of(const struct fid_av_set *s)
+{
+	return (struct iwarp_av_set *)((uintptr_t)s -
+				       offsetof(struct iwarp_av_set, set_fid));
+}
 
 /* Shared segments (iwarp_av.c). The name a named AV gets in /dev/shm:
  * "/iwarp-av.<network namespace inode>.<name>"; -FI_EINVAL for names

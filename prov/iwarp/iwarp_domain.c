@@ -35,14 +35,6 @@ static int iwarp_scalable_open(struct fid_domain *domain, struct fi_info *info,
 	return iwarp_rdm_scalable_open(domain, info, sep, context);
 }
 
-static int iwarp_no_query_collective(struct fid_domain *domain,
-				     enum fi_collective_op coll,
-				     struct fi_collective_attr *attr,
-				     uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
 static int iwarp_no_endpoint2(struct fid_domain *domain, struct fi_info *info,
 			      struct fid_ep **ep, uint64_t flags,
 			      void *context)
@@ -103,7 +95,7 @@ static struct fi_ops_domain iwarp_domain_ops = {
 	.stx_ctx = iwarp_stx_open,
 	.srx_ctx = iwarp_srx_open,
 	.query_atomic = iwarp_query_atomic,
-	.query_collective = iwarp_no_query_collective,
+	.query_collective = iwarp_rdm_query_collective,
 	.endpoint2 = iwarp_no_endpoint2,
 };
 

@@ -8,6 +8,8 @@
 
 #include "iwarp.h"
 
+#include <rdma/fi_collective.h>
+
 /* An EAGER may carry up to IWARP_RDM_EAGER_MAX octets (what a receiver
  * accepts); a sender uses it up to FI_IWARP_RDM_EAGER (default below). */
 #define IWARP_RDM_EAGER_MAX 262144
@@ -17,5 +19,10 @@ int iwarp_rdm_scalable_open(struct fid_domain *domain, struct fi_info *info,
 			    struct fid_ep **sep, void *context);
 int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
 		   struct fid_ep **ep, void *context);
+/* fi_query_collective: what RDM endpoints with FI_COLLECTIVE run */
+int iwarp_rdm_query_collective(struct fid_domain *domain,
+			       enum fi_collective_op coll,
+			       struct fi_collective_attr *attr,
+			       uint64_t flags);
 
 #endif /* IWARP_RDM_PUBLIC_H */

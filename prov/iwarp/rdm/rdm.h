@@ -10,7 +10,9 @@
  * rdm_rma.c, rdm_atomic.c (the operations) -> rdm_core.c (peers,
  * operation lifecycle, posting, credits) -> rdm_wire.c (codecs); the
  * transport rdm_iw.c uses only rdm_wire.c and is reached through
- * struct iwarp_rdm_xport.
+ * struct iwarp_rdm_xport. rdm_coll.c (collectives) sits beside rdm_ep.c
+ * on rdm_msg.c's internal sends and receives, whose ends come back to it
+ * (iwarp_rdm_coll_done) instead of going to a CQ.
  *
  * Every RDM message is one iWARP Send that starts with a 40-octet header
  * (big-endian):
@@ -78,6 +80,8 @@
 
 struct iw_mr;
 struct iwarp_rdm_ep;
+struct iwarp_rdm_cop;
+struct iwarp_rdm_joins;
 
 /* A peer, keyed by its listening address. */
 struct iwarp_rdm_peer {
@@ -148,6 +152,7 @@ struct iwarp_rdm_tx {
 	uint64_t a7306[4];		/* add/swap, mask, compare, mask */
 	uint64_t a7306_old;
 	uint8_t a7306_op;		/* fits one RFC 7306 request: its op */
+	struct iwarp_rdm_cop *coll;	/* internal to a collective */
 };
 
 enum { IWARP_RDM_7306_FADD = 1, IWARP_RDM_7306_CSWAP = 2 };
@@ -177,6 +182,8 @@ struct iwarp_rdm_rx {
 	struct iwarp_rdm_hdr hdr;
 	fi_addr_t from;
 	struct iwarp_rdm_peer *peer;
+	uint64_t resv;			/* tag bits that must equal tag's */
+	struct iwarp_rdm_cop *coll;	/* internal to a collective */
 };
 
 /* A message that arrived before its receive was posted. */
@@ -269,6 +276,12 @@ struct iwarp_rdm_ep {
 	size_t unexp_bytes;		/* stored unexpected messages */
 	struct iwarp_stash tx_stash, rx_stash, in_stash;
 	struct iwarp_rdm_sep *sep;	/* a scalable endpoint's contexts */
+	struct iwarp_eq *eq;		/* FI_JOIN_COMPLETE goes there */
+	bool coll;			/* FI_COLLECTIVE: tag bit 63 is ours */
+	struct iwarp_list mcs;		/* joined collective groups */
+	struct iwarp_rdm_joins *joins;	/* joins per member list */
+	size_t njoins;
+	uint64_t next_mc;
 };
 
 /*
@@ -411,6 +424,35 @@ void iwarp_rdm_wdata_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in);
 void iwarp_rdm_areq_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in);
 /* Initiator side: an ARESP for one of our AREQs. */
 void iwarp_rdm_aresp_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in);
+
+/* ---- rdm_coll.c: collectives over internal tagged messages */
+
+/* Tags with this bit set are the collectives' own (FI_COLLECTIVE). */
+#define IWARP_COLL_TAG_BIT (1ULL << 63)
+
+extern struct fi_ops_collective iwarp_rdm_coll_ops;
+int iwarp_rdm_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+		   struct fid_mc **mc, void *context);
+/* An internal send or receive of op ended (lock held; err: positive
+ * FI errno or 0). */
+void iwarp_rdm_coll_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_cop *op,
+			 int err);
+/* fi_close of the endpoint: its groups lose it (lock held). */
+void iwarp_rdm_coll_fini(struct iwarp_rdm_ep *ep);
+/* Internal tagged send / receive for op (lock held); 0 or -errno. */
+int iwarp_rdm_isend(struct iwarp_rdm_ep *ep, fi_addr_t dest, const void *buf,
+		    size_t len, uint64_t tag, struct iwarp_rdm_cop *op);
+/* The receive takes only a message from src (its fi_addr in our AV). */
+int iwarp_rdm_irecv(struct iwarp_rdm_ep *ep, fi_addr_t src, void *buf,
+		    size_t len, uint64_t tag, struct iwarp_rdm_cop *op);
+/* Removes op's receives not matched yet (lock held); how many. */
+size_t iwarp_rdm_irecv_cancel(struct iwarp_rdm_ep *ep,
+			      struct iwarp_rdm_cop *op);
+/* rdm_atomic.c: octets of dt (0: not offered); acc[i] = acc[i] op v[i] */
+size_t iwarp_rdm_dt_size(unsigned int dt);
+bool iwarp_rdm_reduce_ok(unsigned int op, unsigned int dt);
+void iwarp_rdm_reduce(unsigned int op, unsigned int dt, void *acc,
+		      const void *v, size_t count);
 
 /* ---- rdm_recv.c: what the transport reports */
 

@@ -751,3 +751,30 @@ struct fi_ops_atomic iwarp_rdm_atomic_ops = {
 	.readwritevalid = iwarp_rdm_readwritevalid,
 	.compwritevalid = iwarp_rdm_compwritevalid,
 };
+
+/* ---- reductions for collectives (rdm_coll.c) */
+
+size_t iwarp_rdm_dt_size(unsigned int dt)
+{
+	return iwarp_dt_size(dt);
+}
+
+/* The ops fi_collective(3) reduces with: the basic atomics but writes. */
+bool iwarp_rdm_reduce_ok(unsigned int op, unsigned int dt)
+{
+	return op != FI_ATOMIC_WRITE && iwarp_at_valid(op, dt, IWARP_AT_WRITE);
+}
+
+void iwarp_rdm_reduce(unsigned int op, unsigned int dt, void *acc,
+		      const void *v, size_t count)
+{
+	size_t size = iwarp_dt_size(dt), i;
+	uint8_t *a = acc;
+	const uint8_t *b = v;
+
+	for (i = 0; i < count; i++) {
+		uint8_t old[8];
+
+		iwarp_at_apply(op, dt, a + i * size, b + i * size, NULL, old);
+	}
+}

@@ -51,7 +51,9 @@ void iwarp_rdm_tx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
 	if (tx->mr)
 		iw_mr_dereg(tx->mr);
 	free(tx->copy);
-	if (!tx->ctrl) {
+	if (tx->coll)
+		iwarp_rdm_coll_done(ep, tx->coll, err);
+	else if (!tx->ctrl) {
 		if (err)
 			iwarp_cq_write_err(b->tx_cq, tx->context, tx->cq_flags,
 					   tx->len, NULL, 0, tag, err,

@@ -24,7 +24,7 @@ static ssize_t iwarp_rdm_cancel(fid_t fid, void *context)
 			struct iwarp_rdm_rx *rx = iwarp_container_of(
 				e, struct iwarp_rdm_rx, link);
 
-			if (rx->context != context)
+			if (rx->context != context || rx->coll)
 				continue;
 			iwarp_list_del(&rx->link);
 			iwarp_cq_write_err(ep->base.rx_cq, context, rx->flags, 0,
@@ -87,7 +87,7 @@ static struct fi_ops_cm iwarp_rdm_cm_ops = {
 	.accept = iwarp_no_accept,
 	.reject = iwarp_no_reject,
 	.shutdown = iwarp_rdm_shutdown_op,
-	.join = iwarp_no_join,
+	.join = iwarp_rdm_join,
 };
 
 int iwarp_rdm_close(struct fid *fid)
@@ -98,6 +98,7 @@ int iwarp_rdm_close(struct fid *fid)
 	if (ep->async)
 		iwarp_async_put(fab);
 	iwarp_lock(fab);
+	iwarp_rdm_coll_fini(ep);
 	ep->base.enabled = false;
 	ep->closing = true;
 	iwarp_rdm_peers_close(ep);
@@ -107,6 +108,9 @@ int iwarp_rdm_close(struct fid *fid)
 	iwarp_rdm_free_queues(ep);
 	if (ep->av)
 		atomic_fetch_sub(&ep->av->ref, 1);
+	if (ep->eq)
+		atomic_fetch_sub(&ep->eq->ref, 1);
+	free(ep->joins);
 	iwarp_stash_fini(&ep->tx_stash);
 	iwarp_stash_fini(&ep->rx_stash);
 	iwarp_stash_fini(&ep->in_stash);
@@ -116,8 +120,8 @@ int iwarp_rdm_close(struct fid *fid)
 	return 0;
 }
 
-/* RDM binds an AV besides the CQs and counters; an EQ has nothing to
- * report (no CM events). */
+/* RDM binds an AV besides the CQs and counters; an EQ reports only
+ * FI_JOIN_COMPLETE of collective groups. */
 static int iwarp_rdm_bind_other(struct iwarp_ep_base *b, struct fid *bfid,
 				uint64_t flags)
 {
@@ -132,6 +136,10 @@ static int iwarp_rdm_bind_other(struct iwarp_ep_base *b, struct fid *bfid,
 		atomic_fetch_add(&ep->av->ref, 1);
 		return 0;
 	case FI_CLASS_EQ:
+		if (ep->eq)
+			return -FI_EINVAL;
+		ep->eq = iwarp_eq_of(bfid);
+		atomic_fetch_add(&ep->eq->ref, 1);
 		return 0;
 	default:
 		return -FI_EINVAL;
@@ -218,6 +226,8 @@ int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
 	iwarp_list_init(&ep->posted_msg);
 	iwarp_list_init(&ep->unexp_tagged);
 	iwarp_list_init(&ep->unexp_msg);
+	iwarp_list_init(&ep->mcs);
+	ep->coll = info->caps & FI_COLLECTIVE;
 	if ((info->mode & FI_MSG_PREFIX) && info->ep_attr)
 		ep->prefix = info->ep_attr->msg_prefix_size;
 	ep->directed = (info->caps & FI_DIRECTED_RECV) ||
@@ -229,6 +239,8 @@ int iwarp_rdm_open(struct fid_domain *domain, struct fi_info *info,
 	ep->base.ep_fid.tagged = &iwarp_rdm_tagged_ops;
 	ep->base.ep_fid.rma = &iwarp_rdm_rma_ops;
 	ep->base.ep_fid.atomic = &iwarp_rdm_atomic_ops;
+	if (ep->coll)
+		ep->base.ep_fid.collective = &iwarp_rdm_coll_ops;
 	*epp = &ep->base.ep_fid;
 	return 0;
 }

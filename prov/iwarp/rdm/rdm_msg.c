@@ -23,6 +23,13 @@ static void iwarp_rdm_rx_done(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
 	size_t len = msglen < rx->len ? msglen : rx->len;
 	void *buf = NULL;
 
+	if (rx->coll) {	/* exactly the size it expects */
+		if (!err && msglen != rx->len)
+			err = FI_EIO;
+		iwarp_rdm_coll_done(ep, rx->coll, err);
+		iwarp_stash_put(&ep->rx_stash, rx);
+		return;
+	}
 	if (rx->hdr.flags & IWARP_RDM_F_DATA)
 		flags |= FI_REMOTE_CQ_DATA;
 	/* a multi-receive piece: where it landed; FI_MULTI_RECV when the
@@ -63,7 +70,8 @@ static bool iwarp_rdm_matches(const struct iwarp_rdm_rx *rx,
 	if (!(rx->flags & FI_TAGGED) != !(h->flags & IWARP_RDM_F_TAGGED) ||
 	    IWARP_RDM_RXC(h->flags) != rx->rxc)
 		return false;
-	if ((rx->flags & FI_TAGGED) && ((h->tag ^ rx->tag) & ~rx->ignore))
+	if ((rx->flags & FI_TAGGED) && (((h->tag ^ rx->tag) & ~rx->ignore) ||
+					((h->tag ^ rx->tag) & rx->resv)))
 		return false;
 	return rx->src == FI_ADDR_UNSPEC || rx->src == from;
 }
@@ -107,6 +115,7 @@ struct iwarp_rdm_srx_want {
 	const struct iwarp_rdm_hdr *h;
 	fi_addr_t from;
 	bool directed;
+	bool coll;		/* FI_COLLECTIVE: bit 63 tags are not theirs */
 };
 
 static bool iwarp_rdm_srx_match(const struct iwarp_srx_rx *rx,
@@ -117,7 +126,8 @@ static bool iwarp_rdm_srx_match(const struct iwarp_srx_rx *rx,
 
 	if (rx->tagged != tagged)
 		return false;
-	if (tagged && ((w->h->tag ^ rx->tag) & ~rx->ignore))
+	if (tagged && (((w->h->tag ^ rx->tag) & ~rx->ignore) ||
+		       (w->coll && (w->h->tag & IWARP_COLL_TAG_BIT))))
 		return false;
 	return !w->directed || rx->src == FI_ADDR_UNSPEC ||
 	       rx->src == w->from;
@@ -154,7 +164,7 @@ static struct iwarp_rdm_rx *iwarp_rdm_srx_take(struct iwarp_rdm_ep *ep,
 					       const struct iwarp_rdm_hdr *h,
 					       fi_addr_t from)
 {
-	struct iwarp_rdm_srx_want w = { h, from, ep->directed };
+	struct iwarp_rdm_srx_want w = { h, from, ep->directed, ep->coll };
 	/* the receiver checked the index (rdm_recv.c) */
 	struct iwarp_rdm_ctx *c =
 		ep->sep ? ep->sep->rx[IWARP_RDM_RXC(h->flags)] : NULL;
@@ -555,6 +565,7 @@ static void iwarp_rdm_rx_fill(struct iwarp_rdm_ep *ep, struct iwarp_rdm_rx *rx,
 	size_t i;
 
 	rx->flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
+	rx->resv = ep->coll ? IWARP_COLL_TAG_BIT : 0;
 	rx->count = count;
 	for (i = 0; i < count; i++) {
 		rx->iov[i] = iov[i];
@@ -633,6 +644,8 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 		return -FI_EINVAL;
 	if (ep->base.srx)	/* receives go to the shared context */
 		return -FI_EINVAL;
+	if (tagged && ep->coll && (tag & IWARP_COLL_TAG_BIT))
+		return -FI_EINVAL;	/* the collectives' tags */
 	/* a multi-receive buffer takes messages, not prefixed ones; a
 	 * peek may come without a buffer */
 	if (!(flags & FI_MULTI_RECV) && (count || !(flags & FI_PEEK)) &&
@@ -780,6 +793,8 @@ ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 
 	if (count > IWARP_IOV_MAX - 1 || (count && !iov))
 		return -FI_EINVAL;
+	if (tagged && ep->coll && (tag & IWARP_COLL_TAG_BIT))
+		return -FI_EINVAL;	/* the collectives' tags */
 	if (iwarp_rdm_unprefix(ep, &iov, count, v))
 		return -FI_EINVAL;
 	for (i = 0; i < count; i++)
@@ -815,6 +830,72 @@ ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 	}
 	iwarp_unlock(ep->base.fab);
 	return ret;
+}
+
+/* ---- internal messages of collectives (rdm_coll.c), lock held */
+
+int iwarp_rdm_isend(struct iwarp_rdm_ep *ep, fi_addr_t dest, const void *buf,
+		    size_t len, uint64_t tag, struct iwarp_rdm_cop *op)
+{
+	struct iovec iov = { (void *)buf, len };
+	struct iwarp_rdm_peer *peer = iwarp_rdm_dest(ep, dest);
+	struct iwarp_rdm_tx *tx;
+	int ret;
+
+	if (!peer)
+		return -FI_EINVAL;
+	tx = iwarp_stash_get(&ep->tx_stash, sizeof(*tx));
+	if (!tx)
+		return -FI_ENOMEM;
+	iwarp_rdm_tx_fill(ep, tx, &iov, 1, 0, true);
+	tx->cq = false;
+	tx->coll = op;
+	tx->hdr.tag = tag;
+	tx->hdr.msg_id = ++ep->next_msg_id;
+	ret = iwarp_rdm_send_prep(ep, peer, tx, 0);
+	if (ret) {
+		free(tx->copy);
+		iwarp_stash_put(&ep->tx_stash, tx);
+		return ret;
+	}
+	iwarp_rdm_queue(peer, tx);
+	return 0;
+}
+
+int iwarp_rdm_irecv(struct iwarp_rdm_ep *ep, fi_addr_t src, void *buf,
+		    size_t len, uint64_t tag, struct iwarp_rdm_cop *op)
+{
+	struct iovec iov = { buf, len };
+	struct iwarp_rdm_rx *rx = iwarp_stash_get(&ep->rx_stash, sizeof(*rx));
+
+	if (!rx)
+		return -FI_ENOMEM;
+	iwarp_rdm_rx_fill(ep, rx, &iov, 1, 0, true);
+	rx->cq = false;
+	rx->coll = op;
+	rx->src = src;
+	rx->tag = tag;
+	return (int)iwarp_rdm_recv_take(ep, rx, 0, true);
+}
+
+size_t iwarp_rdm_irecv_cancel(struct iwarp_rdm_ep *ep,
+			      struct iwarp_rdm_cop *op)
+{
+	struct iwarp_list *e = ep->posted_tagged.next, *next;
+	size_t n = 0;
+
+	for (; e != &ep->posted_tagged; e = next) {
+		struct iwarp_rdm_rx *rx =
+			iwarp_container_of(e, struct iwarp_rdm_rx, link);
+
+		next = e->next;
+		if (rx->coll != op)
+			continue;
+		iwarp_list_del(&rx->link);
+		iwarp_stash_put(&ep->rx_stash, rx);
+		n++;
+	}
+	return n;
 }
 
 /* ---- fi_ops_msg and fi_ops_tagged */
@@ -1026,6 +1107,9 @@ void iwarp_rdm_free_queues(struct iwarp_rdm_ep *ep)
 				heads[i]->next, struct iwarp_rdm_rx, link);
 
 			iwarp_list_del(&rx->link);
+			if (rx->coll)
+				iwarp_rdm_coll_done(ep, rx->coll,
+						    FI_ECANCELED);
 			free(rx);
 		}
 		while (!iwarp_list_empty(uheads[i])) {

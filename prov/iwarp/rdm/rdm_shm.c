@@ -540,7 +540,8 @@ static uint32_t shm_gather(struct shm_op *op, uint8_t *p, uint32_t room)
 
 		if (k > room - n)
 			k = room - n;
-		memcpy(p + n, (uint8_t *)v->iov_base + op->coff, k);
+		if (k)	/* an empty entry may have no base */
+			memcpy(p + n, (uint8_t *)v->iov_base + op->coff, k);
 		n += (uint32_t)k;
 		op->coff += k;
 		if (op->coff == v->iov_len) {
