@@ -691,10 +691,12 @@ static void test_getinfo(void)
 	ret = fi_getinfo(TEST_API, "127.0.0.1", NULL, 0, h, &fi);
 	for (p = fi; !ret && p; p = p->next)
 		ok = ok && (p->caps & FI_COLLECTIVE) &&
+		     (p->tx_attr->caps & FI_COLLECTIVE) &&
+		     (p->rx_attr->caps & FI_COLLECTIVE) &&
 		     p->ep_attr->type == FI_EP_RDM &&
 		     p->ep_attr->mem_tag_format == 0x7fffffffffffffffULL;
-	tap_ok(!ret && fi && ok, "asked for FI_COLLECTIVE on RDM: offered, "
-	       "mem_tag_format without bit 63 (%d)", ret);
+	tap_ok(!ret && fi && ok, "asked for FI_COLLECTIVE on RDM: offered (caps, tx and rx "
+	       "caps), mem_tag_format without bit 63 (%d)", ret);
 	fi_freeinfo(fi);
 	fi = NULL;
 	h->caps = FI_MSG | FI_TAGGED;

@@ -64,7 +64,8 @@
 			   FI_NAMED_RX_CTX | FI_COLLECTIVE)
 #define IWARP_RDM_RX_CAPS (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | \
 			   FI_SOURCE | FI_MULTI_RECV | FI_RMA | FI_ATOMIC | \
-			   FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT)
+			   FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT | \
+			   FI_COLLECTIVE)
 /* DGRAM (dgram/): untagged and tagged datagrams over UDP, the sender's
  * fi_addr if asked; no ordering, no delivery promise */
 #define IWARP_DGRAM_CAPS (FI_MSG | FI_TAGGED | IWARP_MSG_DIR | FI_SOURCE | \
@@ -987,6 +988,7 @@ static void iwarp_narrow_coll(struct fi_info *fi, const struct fi_info *hints)
 		return;
 	}
 	fi->tx_attr->caps |= FI_COLLECTIVE;
+	fi->rx_attr->caps |= FI_COLLECTIVE;
 	fi->ep_attr->mem_tag_format = IWARP_RDM_COLL_TAG_FORMAT;
 }
 
