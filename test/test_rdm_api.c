@@ -2303,10 +2303,6 @@ static pid_t start(const struct role *r, int sock, int rep,
 		}
 	}
 	eg_threshold = r->eager;
-	/* unset, the default is smaller to peers in shared memory */
-	if (eg_threshold == 65536 && !getenv("FI_IWARP_RDM_EAGER") &&
-	    (!getenv("FI_IWARP_SHM") || strcmp(getenv("FI_IWARP_SHM"), "0")))
-		eg_threshold = 16384;
 	{
 		struct node n = { .to = sock, .from = sock };
 		int ret = r->fn(&n);

@@ -63,8 +63,6 @@
 #define SHM_VERSION 2
 /* RMA of at least this many octets goes by process_vm_readv/writev */
 #define SHM_CMA_MIN 16384
-/* largest eager message to a peer we reach by process_vm_writev */
-#define SHM_EAGER_CMA 16384
 /* slots one progress call consumes at most */
 #define SHM_RX_BUDGET 256
 #define SHM_NAME_MAX 48
@@ -1664,20 +1662,6 @@ static int shm_post_atomic(struct iwarp_rdm_xconn *xc, void *ctx,
 	return iw->post_atomic(c->iw, ctx, a);
 }
 
-/* Past this, one process_vm_writev beats two copies through the rings
- * once both ways are busy (osu_bibw), and costs little one way; unless
- * FI_IWARP_RDM_EAGER says otherwise. */
-static size_t shm_eager_max(const struct iwarp_rdm_xconn *xc)
-{
-	const struct shm_conn *c = (const struct shm_conn *)(const void *)xc;
-
-	if (c->mode == SHM_ON && c->cma_in && c->cma_out &&
-	    !iwarp_params.rdm_eager_set &&
-	    iwarp_params.rdm_eager > SHM_EAGER_CMA)
-		return SHM_EAGER_CMA;
-	return iwarp_params.rdm_eager;
-}
-
 static bool shm_atomics(const struct iwarp_rdm_xconn *xc)
 {
 	const struct shm_conn *c = (const struct shm_conn *)(const void *)xc;
@@ -1696,5 +1680,4 @@ const struct iwarp_rdm_xport iwarp_rdm_shm_xport = {
 	.post_rdma = shm_post_rdma,
 	.post_atomic = shm_post_atomic,
 	.atomics = shm_atomics,
-	.eager_max = shm_eager_max,
 };
