@@ -904,7 +904,7 @@ static void iw_req_add(struct iw_listener *l, int fd)
 	req->deadline = iw_now_ms() + l->param.mpa_timeout_ms;
 	req->next = l->reqs;
 	l->reqs = req;
-	req->watched = l->efd >= 0 && !iw_epoll_add(l->efd, fd, req);
+	req->fresh = true;	/* watched only if the first read is short */
 	l->st.accepted++;
 	if (++l->st.pending > l->st.pending_max)
 		l->st.pending_max = l->st.pending;
@@ -1102,6 +1102,17 @@ static void iw_listener_ready(struct iw_listener *l)
 /* Reads what has arrived of the request: IW_REQ_*. */
 static int iw_req_step(struct iw_conn_req *req)
 {
+	struct iw_listener *l = req->l;
+	int ret;
+
+	if (req->fresh) {
+		req->fresh = false;
+		ret = iw_req_read(req);
+		if (ret == IW_REQ_WAIT)
+			req->watched = l->efd >= 0 &&
+				       !iw_epoll_add(l->efd, req->fd, req);
+		return ret;
+	}
 	if (req->watched && !req->ready)
 		return IW_REQ_WAIT;
 	req->ready = false;

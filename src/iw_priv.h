@@ -181,6 +181,8 @@ struct iw_conn_req {
 	size_t have;
 	bool notified;
 	bool watched;		/* in the listener's epoll set */
+	bool fresh;		/* not read yet: a Request sent right after
+				 * connect() is usually whole by accept() */
 	bool ready;		/* epoll says octets or an end wait */
 	uint32_t pass;		/* the last read pass that looked at it */
 	uint64_t deadline;

@@ -55,11 +55,25 @@ enum iw_qp_state iw_qp_state(const struct iw_qp *qp)
 	}
 }
 
+/* Like the send queue, an anonymous mapping whose pages become resident
+ * only as deep as the queue ever got (iw_rq_post restarts an empty ring
+ * at slot 0): opening an endpoint touches none of it. */
 static int iw_rq_init(struct iw_rq *rq, uint32_t size)
 {
+	void *m;
+
 	rq->size = size ? size : 256;
-	rq->q = calloc(rq->size, sizeof(*rq->q));
+	m = mmap(NULL, (size_t)rq->size * sizeof(*rq->q),
+		 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	rq->q = m == MAP_FAILED ? NULL : m;
 	return rq->q ? 0 : -ENOMEM;
+}
+
+static void iw_rq_fini(struct iw_rq *rq)
+{
+	if (rq->q)
+		munmap(rq->q, (size_t)rq->size * sizeof(*rq->q));
+	rq->q = NULL;
 }
 
 static uint32_t iw_qp_next_id;
@@ -129,7 +143,7 @@ int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 	return 0;
 err:
 	iw_sq_unmap(qp);
-	free(qp->rq.q);
+	iw_rq_fini(&qp->rq);
 	free(qp);
 	return -ENOMEM;
 }
@@ -203,7 +217,7 @@ int iw_qp_destroy(struct iw_qp *qp)
 		qp->srq->nqp--;
 	qp->pd->nqp--;
 	iw_sq_unmap(qp);
-	free(qp->rq.q);
+	iw_rq_fini(&qp->rq);
 	free(qp->orq);
 	free(qp->irq);
 	free(qp->tx_bounce);
@@ -335,6 +349,8 @@ static int iw_rq_post(struct iw_rq *rq, const struct iw_recv_wr *wr)
 		return -EINVAL;
 	if (rq->count == rq->size)
 		return -EAGAIN;
+	if (!rq->count)
+		rq->head = 0;
 	w = &rq->q[(rq->head + rq->count) % rq->size];
 	w->ctx = wr->ctx;
 	if (wr->num_sge)
@@ -469,7 +485,7 @@ int iw_srq_destroy(struct iw_srq *srq)
 {
 	if (srq->nqp)
 		return -EBUSY;
-	free(srq->rq.q);
+	iw_rq_fini(&srq->rq);
 	free(srq);
 	return 0;
 }

@@ -16,7 +16,10 @@
  * - IPv6: MSG and RDM on ::1 (several sizes up to 1 MiB, RMA Write and
  *   Read on MSG, fi_getname / fi_getpeer, FI_SOURCE + fi_av_lookup);
  * - fi_sendv / fi_recvv / fi_writev / fi_readv with several iovecs of odd
- *   lengths (and the 8-iovec limit) on MSG.
+ *   lengths (and the 8-iovec limit) on MSG;
+ * - FI_IWARP_SPIN_US: blocking fi_cq_sread round trips against a
+ *   busy-polling echo sleep (voluntary context switches) almost never with
+ *   a long spin and almost always with none.
  *
  * Every case forks two processes before anything opens libfabric: each
  * sets its environment and then loads the provider (the parameters are
@@ -38,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -60,6 +64,7 @@
 #define CHK_TEXT	232
 #define MAXMSG		4
 #define MIB		(1024 * 1024)
+#define SPIN_ROUNDS	200	/* K_SPIN round trips */
 
 /* RTR types as the provider logs them (the MPA_RTR_* bits) */
 #define RTR_SEND	0x1
@@ -73,6 +78,7 @@ enum kind {
 	K_V6_MSG,	/* ::1: addresses, sizes, RMA */
 	K_V6_RDM,	/* ::1: sizes, FI_SOURCE, fi_av_lookup */
 	K_SG,		/* vectored send / recv / write / read */
+	K_SPIN,		/* blocking waits against a busy-polling echo */
 };
 
 struct kcase {
@@ -87,6 +93,7 @@ struct kcase {
 	int min_ms[2];		/* K_MSG: connection time bounds per side; */
 	int max_ms[2];		/* K_RDM: max_ms[0] bounds the exchange */
 	const char *warn[2];	/* a text each side's log must contain */
+	int min_sleeps, max_sleeps; /* K_SPIN: the client's sleeps */
 };
 
 static const struct kcase cases[] = {
@@ -182,6 +189,14 @@ static const struct kcase cases[] = {
 	{ .name = "ipv6 msg", .kind = K_V6_MSG },
 	{ .name = "ipv6 rdm", .kind = K_V6_RDM },
 	{ .name = "msg iovecs", .kind = K_SG },
+	/* FI_IWARP_SPIN_US: an answer within the spin costs no sleep; the
+	 * echo takes tens of microseconds, so 10 ms covers it even on a
+	 * loaded machine, and with 0 nearly every wait sleeps */
+	{ "spin 10000", K_SPIN,
+	  .env = { { NULL }, { "FI_IWARP_SPIN_US=10000" } },
+	  .max_sleeps = SPIN_ROUNDS / 4 },
+	{ "spin 0", K_SPIN, .env = { { NULL }, { "FI_IWARP_SPIN_US=0" } },
+	  .min_sleeps = SPIN_ROUNDS / 2 },
 };
 
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
@@ -226,6 +241,8 @@ static int side_checks(const struct kcase *kc, int side)
 		return 8;
 	case K_SG:
 		return side ? 6 : 5;
+	case K_SPIN:
+		return 3;
 	}
 	return 0;
 }
@@ -393,6 +410,7 @@ static struct fid_eq *g_peq;	/* the passive endpoint's */
 static struct fid_ep *g_ep;
 static struct fid_eq *g_eq;	/* the connection's */
 static bool g_rdm;
+static bool g_cq_fd;		/* the CQ has a wait object (K_SPIN) */
 static int g_close_bad;		/* fi_close failures */
 static char g_err[160];		/* the last setup failure */
 
@@ -616,7 +634,8 @@ static int open_base(enum fi_ep_type type, bool v6, const char *service,
 		     uint64_t flags)
 {
 	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_MSG,
-				  .wait_obj = FI_WAIT_NONE };
+				  .wait_obj = g_cq_fd ? FI_WAIT_UNSPEC :
+							FI_WAIT_NONE };
 	struct fi_info *h = hints_new(type, v6);
 	int ret;
 
@@ -1634,11 +1653,91 @@ static void setenv_pair(const char *pair)
 	setenv(name, eq + 1, 1);
 }
 
+/* ---- K_SPIN: FI_IWARP_SPIN_US */
+
+/* Server: echoes SPIN_ROUNDS 8-octet messages, busy-polling its CQ. */
+static void spin_server(void)
+{
+	struct sockaddr_storage name;
+	struct fi_cq_msg_entry ce;
+	uint64_t buf = 0;
+	double ms, end;
+	size_t len;
+	int i = 0, ret = 0;
+	bool go;
+
+	go = !srv_listen(false, &name, &len);
+	check(go, "listening%s%s", go ? "" : ": ", go ? "" : g_err);
+	go = go && !srv_accept(&ms);
+	check(go, "connected%s%s", go ? "" : ": ", go ? "" : g_err);
+	end = tap_now() + CASE_S - 5;
+	for (i = 0; go && i < SPIN_ROUNDS; i++) {
+		ret = (int)fi_recv(g_ep, &buf, sizeof(buf), NULL, 0, &buf);
+		while (!ret && (ret = (int)fi_cq_read(g_cq, &ce, 1)) ==
+			       -FI_EAGAIN && tap_now() < end)
+			ret = 0;
+		if (ret != 1)
+			break;
+		do
+			ret = (int)fi_inject(g_ep, &buf, sizeof(buf), 0);
+		while (ret == -FI_EAGAIN && tap_now() < end);
+		if (ret)
+			break;
+	}
+	check(go && i == SPIN_ROUNDS, "echoed %d of %d messages (last: %d)",
+	      i, SPIN_ROUNDS, ret);
+	stage_set(20);
+	stage_wait(20, WAIT_S);
+}
+
+/* Client: SPIN_ROUNDS round trips, each waited for with fi_cq_sread;
+ * the thread's voluntary context switches count its sleeps. */
+static void spin_client(const struct kcase *kc)
+{
+	struct fi_cq_msg_entry ce;
+	struct rusage r0, r1;
+	uint64_t out, in = 0;
+	long sleeps = -1;
+	int i = 0, ret = 0;
+	double ms;
+	bool go, bound;
+
+	go = !cli_open(false);
+	check(go, "fi_getinfo for the server%s%s", go ? "" : ": ",
+	      go ? "" : g_err);
+	go = go && !cli_connect(&ms);
+	check(go, "connected%s%s", go ? "" : ": ", go ? "" : g_err);
+	getrusage(RUSAGE_THREAD, &r0);
+	for (i = 0; go && i < SPIN_ROUNDS; i++) {
+		out = 0x5350494e00000000ull | (uint64_t)i;
+		ret = (int)fi_recv(g_ep, &in, sizeof(in), NULL, 0, &in);
+		if (!ret)
+			ret = (int)fi_inject(g_ep, &out, sizeof(out), 0);
+		if (!ret)
+			ret = (int)fi_cq_sread(g_cq, &ce, 1, NULL,
+					       (int)(WAIT_S * 1000));
+		if (ret != 1 || ce.op_context != &in || in != out)
+			break;
+	}
+	getrusage(RUSAGE_THREAD, &r1);
+	if (i == SPIN_ROUNDS)
+		sleeps = r1.ru_nvcsw - r0.ru_nvcsw;
+	bound = sleeps >= 0 && sleeps >= kc->min_sleeps &&
+		(!kc->max_sleeps || sleeps <= kc->max_sleeps);
+	check(bound, "%d of %d echoes by fi_cq_sread (last: %d); the waits "
+	      "slept %ld times (expected %s %d)", i, SPIN_ROUNDS, ret, sleeps,
+	      kc->max_sleeps ? "at most" : "at least",
+	      kc->max_sleeps ? kc->max_sleeps : kc->min_sleeps);
+	stage_set(20);
+	stage_wait(20, WAIT_S);
+}
+
 static void child(const struct kcase *kc, int side, int logfd)
 {
 	static const char *const knobs[] = {
 		"FI_IWARP_MPA_REV", "FI_IWARP_RTR", "FI_IWARP_RTR_DELAY_MS",
 		"FI_IWARP_CRC", "FI_IWARP_RDM_EAGER", "FI_LOG_SUBSYS",
+		"FI_IWARP_SPIN_US",
 	};
 	int i;
 
@@ -1679,6 +1778,13 @@ static void child(const struct kcase *kc, int side, int logfd)
 			sg_client();
 		else
 			sg_server();
+		break;
+	case K_SPIN:
+		g_cq_fd = true;
+		if (side)
+			spin_client(kc);
+		else
+			spin_server();
 		break;
 	}
 	close_all();
@@ -1815,7 +1921,7 @@ static bool have_ipv6(char *why, size_t len)
 static bool case_alone(const struct kcase *kc)
 {
 	return kc->min_ms[0] || kc->min_ms[1] || kc->max_ms[0] ||
-	       kc->max_ms[1];
+	       kc->max_ms[1] || kc->kind == K_SPIN;
 }
 
 static bool case_skipped(const struct kcase *kc, bool v6ok)

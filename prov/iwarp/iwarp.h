@@ -97,7 +97,10 @@ struct iwarp_params {
 	char *sysfs_root;	/* NULL: /sys */
 	char *hwloc_xml;	/* NULL: the live topology */
 	int shm;		/* same-host RDM peers over shared memory */
+	int spin_us;		/* a blocking wait polls this long first */
 };
+
+#define IWARP_SPIN_US_DEFAULT 100
 
 #define IWARP_RDM_PROBE_MS_DEFAULT 2000
 
@@ -277,6 +280,8 @@ void iwarp_pollable_del(struct iwarp_pollable *p);
 /* Drives every pollable of the fabric once (lock held; not re-entrant:
  * a nested call returns at once). */
 void iwarp_progress(struct iwarp_fabric *fab);
+/* EQ reads: the listeners are asked on every call, not every rare turn */
+void iwarp_progress_cm(struct iwarp_fabric *fab);
 /* Start and stop (lock not held) the thread that progresses a fabric
  * while its application makes no calls: RDMA Reads, Writes and atomics
  * aimed at us must be served even then. The first start places it on

@@ -138,7 +138,7 @@ static ssize_t iwarp_eq_read_locked(struct iwarp_eq *eq, uint32_t *event,
 	struct iwarp_eq_event *ev;
 	size_t n;
 
-	iwarp_progress(eq->fab);
+	iwarp_progress_cm(eq->fab);
 	if (!eq->count)
 		return -FI_EAGAIN;
 	ev = &eq->q[eq->head];
@@ -211,7 +211,7 @@ static ssize_t iwarp_eq_readerr(struct fid_eq *eq_fid,
 	ssize_t ret = -FI_EAGAIN;
 
 	iwarp_lock(eq->fab);
-	iwarp_progress(eq->fab);
+	iwarp_progress_cm(eq->fab);
 	if (eq->count && eq->q[eq->head].is_err) {
 		iwarp_eq_err_out(eq, &eq->q[eq->head], buf);
 		if (!(flags & FI_PEEK))

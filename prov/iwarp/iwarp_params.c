@@ -21,6 +21,7 @@ struct iwarp_params iwarp_params = {
 	.rdm_probe_ms = IWARP_RDM_PROBE_MS_DEFAULT,
 	.bind_progress = 1,
 	.shm = 1,
+	.spin_us = IWARP_SPIN_US_DEFAULT,
 };
 
 static void iwarp_params_define(void)
@@ -88,6 +89,11 @@ static void iwarp_params_define_conn(void)
 			"network namespace through shared memory (rings in "
 			"/dev/shm, process_vm_readv/writev); otherwise every "
 			"peer is reached over TCP (default: true)");
+	fi_param_define(&iwarp_prov, "spin_us", FI_PARAM_INT,
+			"Microseconds a blocking wait (fi_cq_sread, "
+			"fi_cntr_wait, fi_eq_sread, fi_wait) keeps polling "
+			"before it sleeps: what arrives sooner costs neither "
+			"side a wakeup; 0..10000 (default: 100)");
 	fi_param_define(&iwarp_prov, "rdm_probe_ms", FI_PARAM_INT,
 			"Milliseconds an RDM endpoint waits for a live peer "
 			"connection to answer a probe before a request "
@@ -257,6 +263,8 @@ static int iwarp_params_read(void)
 	/* below the 10 s a held MPA Request may wait for its Reply */
 	iwarp_param_range("rdm_probe_ms", "FI_IWARP_RDM_PROBE_MS", 100, 9000,
 			  &iwarp_params.rdm_probe_ms);
+	iwarp_param_range("spin_us", "FI_IWARP_SPIN_US", 0, 10000,
+			  &iwarp_params.spin_us);
 	return 0;
 }
 
@@ -323,6 +331,7 @@ void iwarp_params_fini(void)
 	free(iwarp_params.hwloc_xml);
 	iwarp_params.hwloc_xml = NULL;
 	iwarp_params.shm = 1;
+	iwarp_params.spin_us = IWARP_SPIN_US_DEFAULT;
 }
 
 void iwarp_engine_log(void *arg, int level, const char *msg)

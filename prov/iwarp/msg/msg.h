@@ -129,6 +129,7 @@ struct iwarp_ep {
 	struct iwarp_op *ops;
 	struct iwarp_op *free_ops;
 	size_t nops;
+	size_t ops_fresh;		/* ops[0, ops_fresh) were handed out */
 	union iwarp_sockaddr src;	/* fi_setname / info->src_addr */
 	struct iwarp_ep_auth *auth;	/* NULL without a job key */
 	bool tx_hold;			/* auth->hold, in the data path */
@@ -150,13 +151,16 @@ static inline struct iwarp_ep *iwarp_ep_of(struct fid *fid)
 	return iwarp_container_of(fid, struct iwarp_ep, base.ep_fid.fid);
 }
 
-/* Lock held. The free list of operation contexts. */
+/* Lock held. The free list of operation contexts, then the array's
+ * untouched tail: an endpoint faults in only the contexts it uses. */
 static inline struct iwarp_op *iwarp_op_get(struct iwarp_ep *ep)
 {
 	struct iwarp_op *op = ep->free_ops;
 
 	if (op)
 		ep->free_ops = op->next;
+	else if (ep->ops_fresh < ep->nops)
+		op = &ep->ops[ep->ops_fresh++];
 	return op;
 }
 

@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ---- progress */
 
@@ -68,17 +69,27 @@ static void iwarp_ep_qp_attr(struct iwarp_ep *ep, struct iw_qp_attr *attr)
 }
 
 /* The engine may queue one more internal Read per op (delivery). */
+/* An anonymous mapping (calloc would clear it all from the heap): only
+ * the contexts ever handed out (iwarp_op_get) become resident. */
 static int iwarp_ep_ops_alloc(struct iwarp_ep *ep, const struct iw_qp_attr *a)
 {
-	size_t i;
+	size_t n = (size_t)a->sq_size + a->rq_size;
+	void *m = mmap(NULL, n * sizeof(*ep->ops), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	ep->nops = (size_t)a->sq_size + a->rq_size;
-	ep->ops = calloc(ep->nops, sizeof(*ep->ops));
-	if (!ep->ops)
+	if (m == MAP_FAILED)
 		return -FI_ENOMEM;
-	for (i = 0; i < ep->nops; i++)
-		iwarp_op_put(ep, &ep->ops[i]);
+	ep->ops = m;
+	ep->nops = n;
+	ep->ops_fresh = 0;
 	return 0;
+}
+
+static void iwarp_ep_ops_free(struct iwarp_ep *ep)
+{
+	if (ep->ops)
+		munmap(ep->ops, ep->nops * sizeof(*ep->ops));
+	ep->ops = NULL;
 }
 
 /* Lock held: the QP's socket wakes the CQs' and the EQ's waiters. */
@@ -191,7 +202,7 @@ static int iwarp_ep_close(struct fid *fid)
 	if (ep->auth)
 		iwarp_auth_key_clear(&ep->auth->key);
 	free(ep->auth);
-	free(ep->ops);
+	iwarp_ep_ops_free(ep);
 	free(ep);
 	return 0;
 }
@@ -220,7 +231,7 @@ static ssize_t iwarp_ep_cancel(fid_t fid, void *context)
 		iwarp_unlock(ep->base.fab);
 		return ret;
 	}
-	for (i = 0; ep->qp && i < ep->nops; i++) {
+	for (i = 0; ep->qp && i < ep->ops_fresh; i++) {
 		struct iwarp_op *op = &ep->ops[i];
 
 		if (op->context == context && (op->flags & FI_RECV) &&
