@@ -54,6 +54,15 @@ static void rdm_iw_reap(struct iwarp_rdm_xep *xe)
 
 static void rdm_iw_connect(struct iwarp_rdm_xconn *c);
 
+/* how long a connection setup keeps the listener asked every call */
+#define RDM_IW_HOT_MS 50
+
+static void rdm_iw_hot(struct iwarp_rdm_xep *xe)
+{
+	xe->hot_until = iw_now_ms() + RDM_IW_HOT_MS;
+	xe->lpoll.rare = false;
+}
+
 static void rdm_iw_qp_progress(struct iwarp_pollable *p)
 {
 	struct iwarp_rdm_xconn *c =
@@ -226,6 +235,7 @@ static void rdm_iw_connect(struct iwarp_rdm_xconn *c)
 	c->qp = rdm_iw_qp_new(c);
 	if (!c->qp)
 		return;
+	rdm_iw_hot(c->xe);
 	if (rdm_iw_keyed(c->xe) &&
 	    rdm_iw_auth_begin(c, c->qp, true, NULL, pd)) {
 		rdm_iw_bury(c->xe, c->qp);
@@ -702,6 +712,7 @@ static void rdm_iw_conn_request(void *arg, struct iw_conn_req *req,
 	size_t off;
 	int cmp;
 
+	rdm_iw_hot(xe);
 	if (!rdm_iw_auth_request(xe, req, ev->pdata, ev->pdata_len, &off))
 		return;	/* refused for the job key */
 	if (iwarp_rdm_pd_get(ev->pdata + off, ev->pdata_len - off, &them) ||
@@ -743,6 +754,9 @@ static void rdm_iw_l_progress(struct iwarp_pollable *p)
 
 	iw_listener_progress(xe->l);
 	rdm_iw_reap(xe);
+	if (!xe->lpoll.rare && !iw_listener_busy(xe->l) &&
+	    iw_now_ms() >= xe->hot_until)
+		xe->lpoll.rare = true;
 }
 
 static void rdm_iw_l_poll_info(struct iwarp_pollable *p, int *fd,
