@@ -437,8 +437,8 @@ static void case_full(struct ep *e, int me)
 }
 
 /*
- * A sleeps in poll() on its CQ's wait fd (fi_trywait first, as
- * fi_trywait(3) has it) with nothing else to wake it; B sends over
+ * A busy-polls, then sleeps in poll() on its CQ's wait fd (fi_trywait
+ * first, as fi_trywait(3) has it) with nothing else to wake it; B sends over
  * shared memory once A is asleep. Only B ringing A's doorbell can end
  * that sleep before its 10 s. Then a blocking fi_cq_sread ping-pong.
  */
@@ -471,6 +471,11 @@ static void case_sleep(struct ep *e, int me)
 	ok = ok && !fi_trecv(e->ep, in, 8, NULL, e->peer, 5, 0, in) &&
 	     !fi_control(f, FI_GETWAIT, &fd);
 	pf.fd = fd;
+	/* long enough a busy poll that A stops announcing it may sleep
+	 * (the peer then skips its fence): the sleep below raises it again */
+	for (i = 0; ok && i < 150000; i++)
+		if (fi_cq_read(e->cq, &c, 1) != -FI_EAGAIN)
+			ok = false;
 	bd->step[0] = 1;
 	t0 = tap_now();
 	/* the fi_trywait(3) loop; a wakeup may find nothing yet */

@@ -28,7 +28,14 @@
  * the flag and writes the sleeper's eventfd, a copy of which it took
  * with pidfd_getfd at the handshake (its number travels in the HELLO;
  * the same permission as process_vm_readv). Without one, a sleeper looks
- * again every millisecond.
+ * again every millisecond. That check needs a full fence after each
+ * counter store, which costs a busy-polling pair (MPI) as much as the
+ * rest of a small message: a side that sleeps at all first raises
+ * sleeper (read-mostly, next to the segment's constants), and only then
+ * does the other side fence and look at asleep. The first sleep after
+ * raising it does not sleep (our own bell rings), so a store the peer
+ * made before it could see the flag is seen by the next look; a side
+ * that has not slept for SHM_SLEEPER_IDLE progress calls lowers it.
  *
  * The peer is untrusted: counters and lengths read from its segment are
  * checked against our own copies and the slot size; a violation ends
@@ -60,7 +67,9 @@
 #define SHM_HDR 256
 #define SHM_SEG_SIZE (SHM_HDR + (size_t)SHM_SLOTS * SHM_SLOT)
 #define SHM_MAGIC 0x4957534d48524e47ull	/* "IWSMHRNG" */
-#define SHM_VERSION 2
+#define SHM_VERSION 3
+/* progress calls without a sleep before sleeper goes down again */
+#define SHM_SLEEPER_IDLE 100000u
 /* RMA of at least this many octets goes by process_vm_readv/writev */
 #define SHM_CMA_MIN 16384
 /* slots one progress call consumes at most */
@@ -86,7 +95,8 @@ enum shm_type {
 struct shm_seg {
 	uint64_t magic;
 	uint32_t version, nslots, slot;
-	uint8_t pad0[44];
+	uint32_t sleeper;	/* we may sleep: fence and look at asleep */
+	uint8_t pad0[40];
 	uint64_t head;		/* slots produced: the peer writes it */
 	uint8_t pad1[56];
 	uint64_t tail;		/* slots consumed: we write it */
@@ -209,6 +219,8 @@ struct shm_conn {
 	int bell_in, bell_out;		/* our eventfd; the peer's, or -1 */
 	bool bell_taken;		/* the peer took bell_in */
 	bool armed;			/* asleep set by shm_sleep_fd */
+	bool sleeper;			/* our segment's sleeper is up */
+	uint32_t awake_calls;		/* progress calls since the last sleep */
 	uint32_t pid;
 	char my_seg[SHM_NAME_MAX];	/* still linked when non-empty */
 	uint8_t hs_hdr[2][IWARP_RDM_HDR_LEN];
@@ -512,7 +524,8 @@ static void shm_kick(struct shm_conn *c, uint32_t why)
 	struct pollfd pf = { .fd = c->bell_out, .events = POLLOUT };
 	uint64_t one = 1;
 
-	if (c->bell_out < 0 || !c->tx_seg)
+	if (c->bell_out < 0 || !c->tx_seg ||
+	    !__atomic_load_n(&c->tx_seg->sleeper, __ATOMIC_RELAXED))
 		return;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!(__atomic_load_n(&c->tx_seg->asleep, __ATOMIC_RELAXED) & why) ||
@@ -1133,11 +1146,15 @@ static void shm_progress(struct iwarp_pollable *p)
 
 	if (c->armed) {
 		c->armed = false;
+		c->awake_calls = 0;
 		__atomic_store_n(&c->rx_seg->asleep, 0, __ATOMIC_RELAXED);
 		if (read(c->bell_in, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			FI_INFO(&iwarp_prov, FI_LOG_EP_DATA,
 				"RDM peer %s: doorbell: %s\n", c->name,
 				strerror(errno));
+	} else if (c->sleeper && ++c->awake_calls > SHM_SLEEPER_IDLE) {
+		c->sleeper = false;
+		__atomic_store_n(&c->rx_seg->sleeper, 0, __ATOMIC_RELAXED);
 	}
 	shm_rx_run(c);
 	shm_tx_flush(c);
@@ -1164,17 +1181,23 @@ static int shm_sleep_fd(struct iwarp_pollable *p)
 {
 	struct shm_conn *c = iwarp_container_of(p, struct shm_conn, poll);
 	uint64_t one = 1, head, tail;
-	bool work;
+	bool work, first;
 
 	if (c->mode != SHM_ON || c->bell_in < 0 || !c->bell_taken)
 		return -1;
+	/* the peer may have stored before it saw sleeper: look once more */
+	first = !c->sleeper;
+	if (first) {
+		c->sleeper = true;
+		__atomic_store_n(&c->rx_seg->sleeper, 1, __ATOMIC_SEQ_CST);
+	}
 	__atomic_store_n(&c->rx_seg->asleep, SHM_WAKE_DATA |
 			 (iwarp_list_empty(&c->txq) ? 0 : SHM_WAKE_ROOM),
 			 __ATOMIC_SEQ_CST);
 	c->armed = true;
 	head = __atomic_load_n(&c->rx_seg->head, __ATOMIC_SEQ_CST);
 	tail = __atomic_load_n(&c->tx_seg->tail, __ATOMIC_SEQ_CST);
-	work = head != c->rx_tail ||
+	work = first || head != c->rx_tail ||
 	       (!iwarp_list_empty(&c->txq) && c->tx_head - tail < SHM_SLOTS);
 	if (work && write(c->bell_in, &one, sizeof(one)) < 0 &&
 	    errno != EAGAIN)
