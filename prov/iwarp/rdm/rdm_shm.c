@@ -70,6 +70,9 @@
 #define SHM_VERSION 3
 /* progress calls without a sleep before sleeper goes down again */
 #define SHM_SLEEPER_IDLE 100000u
+/* ops with at most this many iovecs are kept for reuse, this many */
+#define SHM_OP_SMALL_IOV 4
+#define SHM_OP_SPARES 64
 /* RMA of at least this many octets goes by process_vm_readv/writev */
 #define SHM_CMA_MIN 16384
 /* slots one progress call consumes at most */
@@ -219,6 +222,8 @@ struct shm_conn {
 	int bell_in, bell_out;		/* our eventfd; the peer's, or -1 */
 	bool bell_taken;		/* the peer took bell_in */
 	bool armed;			/* asleep set by shm_sleep_fd */
+	struct shm_op *spare;		/* freed small ops, for reuse */
+	unsigned int nspare;
 	bool sleeper;			/* our segment's sleeper is up */
 	uint32_t awake_calls;		/* progress calls since the last sleep */
 	uint32_t pid;
@@ -421,6 +426,30 @@ static void shm_identity(struct shm_ep *se)
 
 /* ---- failing and tearing down */
 
+/* Small ops go back to the connection's spares: a message costs no
+ * malloc and free. */
+static void shm_op_free(struct shm_conn *c, struct shm_op *op)
+{
+	if (op->count > SHM_OP_SMALL_IOV || c->nspare >= SHM_OP_SPARES) {
+		free(op);
+		return;
+	}
+	*(struct shm_op **)(void *)op = c->spare;
+	c->spare = op;
+	c->nspare++;
+}
+
+static void shm_spares_free(struct shm_conn *c)
+{
+	while (c->spare) {
+		struct shm_op *op = c->spare;
+
+		c->spare = *(struct shm_op **)(void *)op;
+		free(op);
+	}
+	c->nspare = 0;
+}
+
 static void shm_free_list(struct iwarp_list *l, struct shm_conn *c, int err,
 			  bool up)
 {
@@ -431,7 +460,7 @@ static void shm_free_list(struct iwarp_list *l, struct shm_conn *c, int err,
 		iwarp_list_del(&op->link);
 		if (up && op->ctx)
 			c->se->up->done(c->peer, op->ctx, err, 0);
-		free(op);
+		shm_op_free(c, op);
 	}
 }
 
@@ -672,7 +701,7 @@ static void shm_tx_sent(struct shm_conn *c, struct shm_op *op)
 {
 	iwarp_list_del(&op->link);
 	if (!op->ctx)
-		free(op);
+		shm_op_free(c, op);
 	else if (op->type == SHM_T_MSG)
 		iwarp_list_add_tail(&c->doneq, &op->link);
 	else
@@ -700,9 +729,18 @@ static void shm_tx_flush(struct shm_conn *c)
 static struct shm_op *shm_op_new(struct shm_conn *c, void *ctx, uint8_t type,
 				 const struct iovec *iov, size_t count)
 {
-	struct shm_op *op = calloc(1, sizeof(*op) + count * sizeof(*iov));
+	struct shm_op *op = NULL;
 	size_t i;
 
+	if (count <= SHM_OP_SMALL_IOV && c->spare) {
+		op = c->spare;
+		c->spare = *(struct shm_op **)(void *)op;
+		c->nspare--;
+		memset(op, 0, sizeof(*op));
+	} else {
+		op = calloc(1, sizeof(*op) + (count > SHM_OP_SMALL_IOV ? count :
+					      SHM_OP_SMALL_IOV) * sizeof(*iov));
+	}
 	if (!op)
 		return NULL;
 	op->ctx = ctx;
@@ -986,7 +1024,7 @@ static void shm_rx_ack(struct shm_conn *c, const uint8_t *d)
 		err = FI_EIO;	/* fewer RDATA octets than asked */
 	iwarp_list_del(&op->link);
 	c->se->up->done(c->peer, op->ctx, err, err ? a.prov_errno : 0);
-	free(op);
+	shm_op_free(c, op);
 }
 
 static void shm_rx_rdata(struct shm_conn *c, const uint8_t *d,
@@ -1135,7 +1173,7 @@ static void shm_done_run(struct shm_conn *c)
 
 		iwarp_list_del(&op->link);
 		c->se->up->done(c->peer, op->ctx, 0, 0);
-		free(op);
+		shm_op_free(c, op);
 	}
 }
 
@@ -1614,6 +1652,7 @@ static void shm_peer_close(struct iwarp_rdm_xconn *xc)
 
 	shm_down(c, FI_ECANCELED, false);
 	iw->peer_close(c->iw);
+	shm_spares_free(c);
 	free(c->bounce);
 	free(c);
 }
