@@ -1157,6 +1157,10 @@ static void pong_loop(struct node *n, struct ping *g)
 		    cp.ctx >= (void *)g->tx)
 			continue;
 		snprintf(g->tx[i], sizeof(g->tx[i]), "pong %d", i);
+		/* the client is asleep in epoll_wait by then: its wakeup is
+		 * what the case checks (an answer back before its
+		 * fi_trywait leaves it nothing to wait for) */
+		usleep(300);
 		if (POST_RETRY(n, WAIT_MS, fi_send(n->ep, g->tx[i],
 						   strlen(g->tx[i]) + 1, NULL,
 						   0, g->tx[i])))

@@ -497,6 +497,52 @@ static void mr_rndv_round(const char *how, uint8_t *m, void *ctx,
 	      last, got);
 }
 
+/* Shared memory carries this run (test/run also runs FI_IWARP_SHM=0). */
+static bool shm_run(void)
+{
+	const char *v = getenv("FI_IWARP_SHM");
+
+	return !v || strcmp(v, "0");
+}
+
+/*
+ * The TCP run's cancel-while-read case, over shared memory: the receiver
+ * copies a rendezvous piece from the sender's memory itself, so the piece
+ * lands while the sender makes no progress at all (it waits for TOK(7));
+ * the buffer, with room left, is then cancelled.
+ */
+static void mr_cancel_shm(struct node *n, uint8_t *m5, size_t size, int *c5,
+			  struct fi_cq_tagged_entry *e)
+{
+	struct fi_cq_err_entry err;
+	uint8_t mark[8];
+	int cm, got, k;
+
+	memset(m5, SENT, size);
+	k = post_multi(n, m5, size - 64, c5) ? -1 : 0;
+	token_put(n, TOK(6));
+	if (!k)
+		k = token_wait(n, TOK(6), 10);
+	got = k ? 0 : cq_collect(n, e, 1, 10);
+	check(got == 1 && piece_ok(&e[0], c5, m5, 0, MR_RNDV, 500) &&
+	      !(e[0].flags & FI_MULTI_RECV),
+	      "multi_recv (shared memory): the rendezvous piece is read by "
+	      "the receiver alone while the sender makes no progress, and "
+	      "lands intact (%d)", got);
+	got = fi_cancel(&n->ep->fid, c5) ? 0 : cq_wait(n, 5, &e[0], &err);
+	if (got == -1 && err.op_context == c5 && err.err == FI_ECANCELED)
+		got = fi_trecv(n->ep, mark, sizeof(mark), NULL,
+			       FI_ADDR_UNSPEC, 0x79, 0, &cm) ? 0 :
+		      cq_collect(n, e, 1, 5) == 1 && e[0].op_context == &cm ?
+		      2 : 0;
+	token_put(n, TOK(7));
+	check(got == 2 && all_is(m5 + MR_RNDV, size - MR_RNDV, SENT) &&
+	      cq_quiet(n, 0.2),
+	      "multi_recv (shared memory): cancelling the buffer then gives "
+	      "FI_ECANCELED, the marker comes to its own receive, nothing "
+	      "more (%d)", got);
+}
+
 static int mr_rx(struct node *n)
 {
 	size_t min = MR_MIN, opt = 0, optlen = sizeof(opt), off;
@@ -643,6 +689,12 @@ static int mr_rx(struct node *n)
 	      "multi_recv: the second marker received, nothing else on the "
 	      "CQ");
 
+	if (shm_run()) {
+		mr_cancel_shm(n, m5, sizeof(m5), &c5, e);
+		barrier(n);
+		node_close(n);
+		return 0;
+	}
 	/*
 	 * Cancel while a rendezvous piece is still being read: the sender
 	 * posts it and a marker, then stops progressing, so our Read stays

@@ -20,7 +20,6 @@ static int iwarp_fabric_close(struct fid *fid)
 			fab->name);
 		return -FI_EBUSY;
 	}
-	pthread_mutex_destroy(&fab->lock);
 	free(fab->name);
 	free(fab->pfds);
 	free(fab->pptr);
@@ -79,12 +78,7 @@ int iwarp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		free(fab);
 		return -FI_ENOMEM;
 	}
-	ret = pthread_mutex_init(&fab->lock, NULL);
-	if (ret) {
-		free(fab->name);
-		free(fab);
-		return -ret;
-	}
+	fab->lock = 0;
 	iwarp_list_init(&fab->pollables);
 	atomic_init(&fab->ref, 0);
 	fab->fabric_fid.fid.fclass = FI_CLASS_FABRIC;

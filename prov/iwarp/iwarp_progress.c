@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -727,6 +729,34 @@ static int iwarp_wait_sleep(struct iwarp_fabric *fab, struct iwarp_wait *w,
 	/* a listener that woke us must not wait its rare turn */
 	fab->rare_due = ret > (*kicked ? 1 : 0);
 	return 1;
+}
+
+/* Drepper's futex mutex ("Futexes Are Tricky", mutex 3), after a short
+ * spin: a holder on another core usually lets go within it. */
+void iwarp_lock_slow(struct iwarp_fabric *fab)
+{
+	uint32_t free_;
+	int i;
+
+	for (i = 0; i < 100; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+		free_ = 0;
+		if (__atomic_load_n(&fab->lock, __ATOMIC_RELAXED) == 0 &&
+		    __atomic_compare_exchange_n(&fab->lock, &free_, 1, false,
+						__ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return;
+	}
+	while (__atomic_exchange_n(&fab->lock, 2, __ATOMIC_ACQUIRE) != 0)
+		syscall(SYS_futex, &fab->lock, FUTEX_WAIT_PRIVATE, 2, NULL,
+			NULL, 0);
+}
+
+void iwarp_unlock_wake(struct iwarp_fabric *fab)
+{
+	syscall(SYS_futex, &fab->lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 static uint64_t iwarp_now_us(void)

@@ -271,7 +271,8 @@ static void iwarp_rdm_start_read(struct iwarp_rdm_rx *rx)
 		left -= take;
 	}
 	if (peer->xp->post_rdma(peer->xc, rx, IWARP_RDM_X_READ, iov, n,
-				rx->hdr.stag, rx->hdr.addr, 0))
+				rx->hdr.stag, rx->hdr.addr,
+				IWARP_RDM_X_PEER_VA))
 		iwarp_rdm_read_done(rx, FI_EIO);
 }
 

@@ -1687,6 +1687,23 @@ static int shm_post_msg(struct iwarp_rdm_xconn *xc, void *ctx,
 	return 0;
 }
 
+/*
+ * A rendezvous Read copied by us, from the message the sender offered at
+ * raddr in its own memory, in one process_vm_readv: the sender takes no
+ * part until our FIN (and we may read nothing the kernel's ptrace check
+ * did not already let us read). false: it goes as a request after all.
+ */
+static bool shm_read_peer_va(struct shm_conn *c, struct shm_op *op,
+			     uint64_t raddr)
+{
+	struct iovec remote = { (void *)(uintptr_t)raddr, op->total };
+
+	if (!c->cma_out || op->total < SHM_CMA_MIN)
+		return false;
+	return process_vm_readv((pid_t)c->pid, op->iov, op->count, &remote,
+				1, 0) == (ssize_t)op->total;
+}
+
 static int shm_post_rdma(struct iwarp_rdm_xconn *xc, void *ctx,
 			 enum iwarp_rdm_xop xop, const struct iovec *iov,
 			 size_t count, uint32_t rkey, uint64_t raddr,
@@ -1699,13 +1716,16 @@ static int shm_post_rdma(struct iwarp_rdm_xconn *xc, void *ctx,
 		return iw->post_rdma(c->iw, ctx, xop, iov, count, rkey, raddr,
 				     flags);
 	/* the target serves requests in order: Reads before are done */
-	(void)flags;
 	if (count > IW_MAX_SGE)
 		return -EINVAL;
 	op = shm_op_new(c, ctx, xop == IWARP_RDM_X_READ ? SHM_T_READ :
 			SHM_T_WRITE, iov, count);
 	if (!op)
 		return -ENOMEM;
+	if ((flags & IWARP_RDM_X_PEER_VA) && shm_read_peer_va(c, op, raddr)) {
+		iwarp_list_add_tail(&c->doneq, &op->link);
+		return 0;
+	}
 	op->rkey = rkey;
 	op->raddr = raddr;
 	op->cma = op->type == SHM_T_WRITE && c->cma_in &&

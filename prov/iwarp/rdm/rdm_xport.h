@@ -32,6 +32,10 @@ enum iwarp_rdm_xop {
 
 /* iwarp_rdm_xport.post_rdma flags */
 #define IWARP_RDM_X_FENCE 1	/* after every earlier Read completed */
+/* a Read of a rendezvous: raddr is the peer's own virtual address of the
+ * message it offered, which a transport that can read the peer's memory
+ * may copy itself */
+#define IWARP_RDM_X_PEER_VA 2
 
 /* An RFC 7306 Atomic Request: FetchAdd or masked CmpSwap of 64 bits. */
 struct iwarp_rdm_xatomic {
