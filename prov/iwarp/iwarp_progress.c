@@ -111,7 +111,7 @@ static bool iwarp_progress_room(struct iwarp_fabric *fab, size_t n)
  * their count, or -1 when out of memory. */
 static ssize_t iwarp_progress_gather(struct iwarp_fabric *fab, bool rare_turn)
 {
-	uint64_t now = iw_now_ms(), deadline;
+	uint64_t now = 0, deadline;
 	struct iwarp_pollable *p;
 	struct iwarp_list *e;
 	size_t n = 0;
@@ -125,7 +125,12 @@ static ssize_t iwarp_progress_gather(struct iwarp_fabric *fab, bool rare_turn)
 			continue;
 		}
 		p->poll_info(p, &fd, &events, &deadline);
-		p->run = fd < 0 || (deadline && deadline <= now);
+		/* the clock only for a deadline that might matter (1 is
+		 * "due now", as shared memory and busy listeners say) */
+		if (deadline > 1 && fd >= 0 && !now)
+			now = iw_now_ms();
+		p->run = fd < 0 || deadline == 1 ||
+			 (deadline && fd >= 0 && deadline <= now);
 		if (fd < 0 || !events)
 			continue;
 		if (!iwarp_progress_room(fab, n))

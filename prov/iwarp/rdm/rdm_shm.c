@@ -1202,14 +1202,16 @@ static void shm_progress(struct iwarp_pollable *p)
 }
 
 /* No descriptor to poll: progress calls come every turn anyway, and
- * without a doorbell blocking waits look again every millisecond. */
+ * without a doorbell blocking waits look again every millisecond (a
+ * deadline already past backs them off by 1 ms; no clock read here, as
+ * every progress call with several peers asks). */
 static void shm_poll_info(struct iwarp_pollable *p, int *fd, short *events,
 			  uint64_t *deadline)
 {
 	(void)p;
 	*fd = -1;
 	*events = 0;
-	*deadline = iw_now_ms() + 1;
+	*deadline = 1;
 }
 
 /* A wait is about to sleep: asleep set, then a last look at both rings
