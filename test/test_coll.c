@@ -671,9 +671,9 @@ static int rank_main(int r, int fd, const int *cfd, uint8_t *ok)
 	k.ok[C_OPEN] = !ret;
 	if (!ret)
 		rank_run(&k, names);
-	rank_close(&k);
-	if (k.world)
+	if (k.world)	/* before the fabric whose lock its close takes */
 		fi_close(&k.world->fid);
+	rank_close(&k);
 	if (r)
 		return xfull(fd, k.ok, sizeof(k.ok), true) ? 1 : 0;
 	memcpy(ok, k.ok, sizeof(k.ok));

@@ -665,6 +665,7 @@ static int iwarp_coll_mc_close(struct fid *fid)
 	if (mc->ep)
 		iwarp_coll_detach(mc);
 	iwarp_unlock(mc->fab);
+	atomic_fetch_sub(&mc->fab->ref, 1);
 	free(mc->member);
 	free(mc);
 	return 0;
@@ -755,6 +756,8 @@ int iwarp_rdm_join(struct fid_ep *e, const void *addr, uint64_t flags,
 	}
 	mc->ep = ep;
 	mc->fab = ep->base.fab;
+	/* the fabric, whose lock mc_close takes, outlives the group */
+	atomic_fetch_add(&mc->fab->ref, 1);
 	iwarp_list_init(&mc->ops);
 	iwarp_list_add_tail(&ep->mcs, &mc->link);
 	mc->mc_fid.fid.fclass = FI_CLASS_MC;
