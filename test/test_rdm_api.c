@@ -2355,10 +2355,6 @@ static pid_t start(const struct role *r, int sock, int rep,
 		}
 	}
 	eg_threshold = r->eager;
-	/* unset, the default is smaller to peers in shared memory */
-	if (eg_threshold == 262144 && !getenv("FI_IWARP_RDM_EAGER") &&
-	    (!getenv("FI_IWARP_SHM") || strcmp(getenv("FI_IWARP_SHM"), "0")))
-		eg_threshold = 65536;
 	{
 		struct node n = { .to = sock, .from = sock };
 		int ret = r->fn(&n);
@@ -2500,8 +2496,8 @@ static void run(const struct role *a, const struct role *b, double secs)
 	finish(kids, nk, end);
 }
 
-/* Sections 1-5 size their messages for a 64 KiB eager threshold. */
-#define DEF_EAGER { "FI_IWARP_RDM_EAGER=65536" }
+/* Sections 1-5 size their messages for the default eager threshold. */
+#define DEF_EAGER { "FI_IWARP_RDM_EAGER" }
 static const struct role mr_r = { "multi_recv receiver", 18, mr_rx,
 				  DEF_EAGER };
 static const struct role mr_s = { "multi_recv sender", 6, mr_tx, DEF_EAGER };
@@ -2518,14 +2514,13 @@ static const struct role eg_r[3] = {
 	{ "eager 1024 receiver", 3, eg_rx, { "FI_IWARP_RDM_EAGER=1024" },
 	  1024 },
 	{ "eager default receiver", 3, eg_rx, { "FI_IWARP_RDM_EAGER" },
-	  262144 },
+	  65536 },
 	{ "eager 1000000 (262144) receiver", 3, eg_rx,
 	  { "FI_IWARP_RDM_EAGER=1000000" }, 262144 },
 };
 static const struct role eg_s[3] = {
 	{ "eager 1024 sender", 4, eg_tx, { "FI_IWARP_RDM_EAGER=1024" }, 1024 },
-	{ "eager default sender", 4, eg_tx, { "FI_IWARP_RDM_EAGER" },
-	  262144 },
+	{ "eager default sender", 4, eg_tx, { "FI_IWARP_RDM_EAGER" }, 65536 },
 	{ "eager 1000000 (262144) sender", 4, eg_tx,
 	  { "FI_IWARP_RDM_EAGER=1000000" }, 262144 },
 };

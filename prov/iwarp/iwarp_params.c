@@ -43,8 +43,7 @@ static void iwarp_params_define(void)
 	fi_param_define(&iwarp_prov, "rdm_eager", FI_PARAM_SIZE_T,
 			"Largest RDM message sent eagerly, in one trip, "
 			"rather than by rendezvous (an RDMA Read of the "
-			"sender's buffer); at most 262144 (default: 262144; "
-			"65536 to same-host peers in shared memory)");
+			"sender's buffer); at most 262144 (default: 65536)");
 	fi_param_define(&iwarp_prov, "crc", FI_PARAM_BOOL,
 			"Ask every peer for the MPA CRC32c (RFC 5044); "
 			"otherwise it is used only when the peer asks "
@@ -232,8 +231,7 @@ static int iwarp_params_read(void)
 		iwarp_params.allow_rxm = allow;
 	fi_param_get_size_t(&iwarp_prov, "rdm_unexp_max",
 			    &iwarp_params.rdm_unexp_max);
-	iwarp_params.rdm_eager_set = !fi_param_get_size_t(&iwarp_prov,
-			"rdm_eager", &iwarp_params.rdm_eager);
+	fi_param_get_size_t(&iwarp_prov, "rdm_eager", &iwarp_params.rdm_eager);
 	if (iwarp_params.rdm_eager > IWARP_RDM_EAGER_MAX)
 		iwarp_params.rdm_eager = IWARP_RDM_EAGER_MAX;
 	if (!fi_param_get_bool(&iwarp_prov, "crc", &allow))
@@ -334,8 +332,6 @@ void iwarp_params_fini(void)
 	iwarp_params.hwloc_xml = NULL;
 	iwarp_params.shm = 1;
 	iwarp_params.spin_us = IWARP_SPIN_US_DEFAULT;
-	iwarp_params.rdm_eager = IWARP_RDM_EAGER_DEFAULT;
-	iwarp_params.rdm_eager_set = false;
 }
 
 void iwarp_engine_log(void *arg, int level, const char *msg)

@@ -13,11 +13,7 @@
 /* An EAGER may carry up to IWARP_RDM_EAGER_MAX octets (what a receiver
  * accepts); a sender uses it up to FI_IWARP_RDM_EAGER (default below). */
 #define IWARP_RDM_EAGER_MAX 262144
-/* over TCP a message up to 256 KiB costs less in one trip than by a
- * rendezvous round (osu_bw 128 KiB: 6.3 -> 8.1 GB/s, 256 KiB: 8.2 ->
- * 9.5); same-host peers keep 64 KiB (rdm_shm.c) */
-#define IWARP_RDM_EAGER_DEFAULT 262144
-#define IWARP_RDM_SHM_EAGER 65536
+#define IWARP_RDM_EAGER_DEFAULT 65536
 
 int iwarp_rdm_scalable_open(struct fid_domain *domain, struct fi_info *info,
 			    struct fid_ep **sep, void *context);

@@ -767,15 +767,11 @@ static uint8_t iwarp_rdm_rxc_flags(const struct iwarp_rdm_ep *ep,
 /* Inject copies the payload; large or delivery-complete messages go
  * rendezvous: done when the receiver has them. */
 static int iwarp_rdm_send_prep(struct iwarp_rdm_ep *ep,
-			       struct iwarp_rdm_peer *peer,
 			       struct iwarp_rdm_tx *tx, uint64_t flags)
 {
-	size_t eager = peer->xp->eager_max ? peer->xp->eager_max(peer->xc) :
-					     iwarp_params.rdm_eager;
-
 	if (flags & FI_INJECT)
 		return iwarp_rdm_tx_flatten(tx);
-	if (tx->len > eager || (flags & IWARP_RDM_DELIVERY))
+	if (tx->len > iwarp_params.rdm_eager || (flags & IWARP_RDM_DELIVERY))
 		return iwarp_rdm_rndv(ep, tx);
 	return 0;
 }
@@ -822,7 +818,7 @@ ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 		return ep->base.enabled ? -FI_EINVAL : -FI_EOPBADSTATE;
 	}
 	tx->hdr.msg_id = ++ep->next_msg_id;
-	ret = iwarp_rdm_send_prep(ep, peer, tx, flags & ~IWARP_INJECT_CALL);
+	ret = iwarp_rdm_send_prep(ep, tx, flags & ~IWARP_INJECT_CALL);
 	if (ret) {
 		free(tx->copy);
 		iwarp_stash_put(&ep->tx_stash, tx);
@@ -853,7 +849,7 @@ int iwarp_rdm_isend(struct iwarp_rdm_ep *ep, fi_addr_t dest, const void *buf,
 	tx->coll = op;
 	tx->hdr.tag = tag;
 	tx->hdr.msg_id = ++ep->next_msg_id;
-	ret = iwarp_rdm_send_prep(ep, peer, tx, 0);
+	ret = iwarp_rdm_send_prep(ep, tx, 0);
 	if (ret) {
 		free(tx->copy);
 		iwarp_stash_put(&ep->tx_stash, tx);

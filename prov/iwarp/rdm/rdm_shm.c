@@ -43,7 +43,6 @@
  */
 #include "rdm_xport.h"
 #include "rdm_wire.h"
-#include "../iwarp_rdm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1747,19 +1746,6 @@ static int shm_post_atomic(struct iwarp_rdm_xconn *xc, void *ctx,
 	return iw->post_atomic(c->iw, ctx, a);
 }
 
-/* Same-host peers keep the 64 KiB eager limit (two copies through the
- * rings; past it the receiver's single process_vm_readv wins) unless
- * FI_IWARP_RDM_EAGER says otherwise; TCP peers take the larger default. */
-static size_t shm_eager_max(const struct iwarp_rdm_xconn *xc)
-{
-	const struct shm_conn *c = (const struct shm_conn *)(const void *)xc;
-
-	if (c->mode == SHM_ON && !iwarp_params.rdm_eager_set &&
-	    iwarp_params.rdm_eager > IWARP_RDM_SHM_EAGER)
-		return IWARP_RDM_SHM_EAGER;
-	return iwarp_params.rdm_eager;
-}
-
 static bool shm_atomics(const struct iwarp_rdm_xconn *xc)
 {
 	const struct shm_conn *c = (const struct shm_conn *)(const void *)xc;
@@ -1778,5 +1764,4 @@ const struct iwarp_rdm_xport iwarp_rdm_shm_xport = {
 	.post_rdma = shm_post_rdma,
 	.post_atomic = shm_post_atomic,
 	.atomics = shm_atomics,
-	.eager_max = shm_eager_max,
 };

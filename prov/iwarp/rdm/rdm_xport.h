@@ -128,9 +128,6 @@ struct iwarp_rdm_xport {
 			   const struct iwarp_rdm_xatomic *a);
 	/* Whether post_atomic works with this peer now. */
 	bool (*atomics)(const struct iwarp_rdm_xconn *xc);
-	/* Largest message sent eagerly to this peer now; NULL: the
-	 * endpoint's FI_IWARP_RDM_EAGER. */
-	size_t (*eager_max)(const struct iwarp_rdm_xconn *xc);
 };
 
 extern const struct iwarp_rdm_xport iwarp_rdm_iw_xport;
