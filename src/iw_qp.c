@@ -55,27 +55,6 @@ enum iw_qp_state iw_qp_state(const struct iw_qp *qp)
 	}
 }
 
-/* Like the send queue, an anonymous mapping whose pages become resident
- * only as deep as the queue ever got (iw_rq_post restarts an empty ring
- * at slot 0): opening an endpoint touches none of it. */
-static int iw_rq_init(struct iw_rq *rq, uint32_t size)
-{
-	void *m;
-
-	rq->size = size ? size : 256;
-	m = mmap(NULL, (size_t)rq->size * sizeof(*rq->q),
-		 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	rq->q = m == MAP_FAILED ? NULL : m;
-	return rq->q ? 0 : -ENOMEM;
-}
-
-static void iw_rq_fini(struct iw_rq *rq)
-{
-	if (rq->q)
-		munmap(rq->q, (size_t)rq->size * sizeof(*rq->q));
-	rq->q = NULL;
-}
-
 static uint32_t iw_qp_next_id;
 
 static size_t iw_sq_bytes(uint32_t size)
@@ -84,26 +63,51 @@ static size_t iw_sq_bytes(uint32_t size)
 }
 
 /*
- * The send queue and its inline buffers, in one anonymous mapping: its
- * pages become resident only as far as the queue ever got deep (slots are
- * reused from 0 whenever it empties), whatever malloc's thresholds are.
+ * The queues live in anonymous mappings: their pages become resident only
+ * as deep as a queue ever got (both restart at slot 0 whenever they
+ * empty), whatever malloc's thresholds are, so opening an endpoint
+ * touches none of them.
  */
-static int iw_sq_alloc(struct iw_qp *qp)
+static void *iw_queue_map(size_t bytes)
 {
-	void *m = mmap(NULL, iw_sq_bytes(qp->sq_size), PROT_READ | PROT_WRITE,
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	if (m == MAP_FAILED)
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static void iw_queue_unmap(void *q, size_t bytes)
+{
+	if (q)
+		munmap(q, bytes);
+}
+
+/* The send queue and its inline buffers, in one mapping. */
+static int iw_sq_alloc(struct iw_qp *qp)
+{
+	qp->sq = iw_queue_map(iw_sq_bytes(qp->sq_size));
+	if (!qp->sq)
 		return -ENOMEM;
-	qp->sq = m;
 	qp->sq_inline = (uint8_t *)(qp->sq + qp->sq_size);
 	return 0;
 }
 
 static void iw_sq_unmap(struct iw_qp *qp)
 {
-	if (qp->sq)
-		munmap(qp->sq, iw_sq_bytes(qp->sq_size));
+	iw_queue_unmap(qp->sq, iw_sq_bytes(qp->sq_size));
+}
+
+static int iw_rq_init(struct iw_rq *rq, uint32_t size)
+{
+	rq->size = size ? size : 256;
+	rq->q = iw_queue_map((size_t)rq->size * sizeof(*rq->q));
+	return rq->q ? 0 : -ENOMEM;
+}
+
+static void iw_rq_fini(struct iw_rq *rq)
+{
+	iw_queue_unmap(rq->q, (size_t)rq->size * sizeof(*rq->q));
+	rq->q = NULL;
 }
 
 int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,

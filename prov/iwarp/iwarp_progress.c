@@ -125,12 +125,12 @@ static ssize_t iwarp_progress_gather(struct iwarp_fabric *fab, bool rare_turn)
 			continue;
 		}
 		p->poll_info(p, &fd, &events, &deadline);
-		/* the clock only for a deadline that might matter (1 is
-		 * "due now", as shared memory and busy listeners say) */
-		if (deadline > 1 && fd >= 0 && !now)
+		/* the clock only for a socket's real deadline (1 is "due
+		 * now", as shared memory and busy listeners say) */
+		if (fd >= 0 && deadline > 1 && !now)
 			now = iw_now_ms();
 		p->run = fd < 0 || deadline == 1 ||
-			 (deadline && fd >= 0 && deadline <= now);
+			 (deadline > 1 && deadline <= now);
 		if (fd < 0 || !events)
 			continue;
 		if (!iwarp_progress_room(fab, n))
@@ -787,11 +787,11 @@ static bool iwarp_wait_spin(struct iwarp_fabric *fab,
 
 	do {
 		iwarp_unlock(fab);
-		__asm__ __volatile__("" ::: "memory");
 		iwarp_lock(fab);
 		if (!(++turn & 3))
-			fab->rare_due = true;
-		iwarp_progress(fab);
+			iwarp_progress_cm(fab);
+		else
+			iwarp_progress(fab);
 		if (ready(arg))
 			return true;
 	} while (iwarp_now_us() < end);

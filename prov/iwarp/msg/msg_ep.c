@@ -68,9 +68,9 @@ static void iwarp_ep_qp_attr(struct iwarp_ep *ep, struct iw_qp_attr *attr)
 	attr->peek_len = ep->tagged ? IWARP_THDR_LEN : 0;
 }
 
-/* The engine may queue one more internal Read per op (delivery). */
-/* An anonymous mapping (calloc would clear it all from the heap): only
- * the contexts ever handed out (iwarp_op_get) become resident. */
+/* The engine may queue one more internal Read per op (delivery). An
+ * anonymous mapping (calloc would clear it all from the heap): only the
+ * contexts ever handed out (iwarp_op_get) become resident. */
 static int iwarp_ep_ops_alloc(struct iwarp_ep *ep, const struct iw_qp_attr *a)
 {
 	size_t n = (size_t)a->sq_size + a->rq_size;

@@ -222,7 +222,7 @@ struct shm_conn {
 	int bell_in, bell_out;		/* our eventfd; the peer's, or -1 */
 	bool bell_taken;		/* the peer took bell_in */
 	bool armed;			/* asleep set by shm_sleep_fd */
-	struct shm_op *spare;		/* freed small ops, for reuse */
+	struct iwarp_list spares;	/* freed small ops, for reuse */
 	unsigned int nspare;
 	bool sleeper;			/* our segment's sleeper is up */
 	uint32_t awake_calls;		/* progress calls since the last sleep */
@@ -434,17 +434,17 @@ static void shm_op_free(struct shm_conn *c, struct shm_op *op)
 		free(op);
 		return;
 	}
-	*(struct shm_op **)(void *)op = c->spare;
-	c->spare = op;
+	iwarp_list_add_head(&c->spares, &op->link);
 	c->nspare++;
 }
 
 static void shm_spares_free(struct shm_conn *c)
 {
-	while (c->spare) {
-		struct shm_op *op = c->spare;
+	while (!iwarp_list_empty(&c->spares)) {
+		struct shm_op *op = iwarp_container_of(c->spares.next,
+						       struct shm_op, link);
 
-		c->spare = *(struct shm_op **)(void *)op;
+		iwarp_list_del(&op->link);
 		free(op);
 	}
 	c->nspare = 0;
@@ -732,9 +732,9 @@ static struct shm_op *shm_op_new(struct shm_conn *c, void *ctx, uint8_t type,
 	struct shm_op *op = NULL;
 	size_t i;
 
-	if (count <= SHM_OP_SMALL_IOV && c->spare) {
-		op = c->spare;
-		c->spare = *(struct shm_op **)(void *)op;
+	if (count <= SHM_OP_SMALL_IOV && !iwarp_list_empty(&c->spares)) {
+		op = iwarp_container_of(c->spares.next, struct shm_op, link);
+		iwarp_list_del(&op->link);
 		c->nspare--;
 		memset(op, 0, sizeof(*op));
 	} else {
@@ -1628,6 +1628,7 @@ static struct iwarp_rdm_xconn *shm_peer_open(struct iwarp_rdm_xep *xe,
 	iwarp_list_init(&c->txq);
 	iwarp_list_init(&c->waitq);
 	iwarp_list_init(&c->doneq);
+	iwarp_list_init(&c->spares);
 	iwarp_list_init(&c->poll.link);
 	c->poll.progress = shm_progress;
 	c->poll.poll_info = shm_poll_info;
