@@ -334,19 +334,21 @@ static void drive(struct ep *e, double secs)
 			fi_cq_readerr(e->cq, &err, 0);
 }
 
-/* The segment layout (fi_iwarp.7): the producer counter at 64, slots of
- * 8 KiB from 256, each a type, a length and 8 spare octets first. */
-#define SEG_HEAD 64
+/* The segment layout (fi_iwarp.7): the consumer counter at 128, slots of
+ * 8 KiB from 256, each a type, a length and a sequence number first. */
+#define SEG_TAIL 128
 #define SEG_SLOTS 256
 #define SLOT 8192
 #define NSLOT 64
 
 /* B publishes n slots of random bytes, with types of the transport and
- * random lengths, in A's ring as its producer would. */
+ * random lengths, in A's ring as its producer would. A consumed all
+ * before, so its counter is where B's producer stands. */
 static void forge(uint8_t *seg, int n)
 {
-	uint64_t head = __atomic_load_n((uint64_t *)(seg + SEG_HEAD),
+	uint64_t head = __atomic_load_n((uint64_t *)(seg + SEG_TAIL),
 					__ATOMIC_ACQUIRE);
+	uint64_t seq;
 	int i, k;
 
 	srand(12345);
@@ -359,9 +361,9 @@ static void forge(uint8_t *seg, int n)
 			s[k] = (uint8_t)rand();
 		memcpy(s, &type, 4);
 		memcpy(s + 4, &len, 4);
+		seq = head + i + 1;
+		__atomic_store_n((uint64_t *)(s + 8), seq, __ATOMIC_RELEASE);
 	}
-	__atomic_store_n((uint64_t *)(seg + SEG_HEAD), head + n,
-			 __ATOMIC_RELEASE);
 }
 
 /* B scribbles over A's ring: random bytes everywhere, or forged slots. */

@@ -208,7 +208,8 @@ struct iwarp_fabric {
 	struct iwarp_pollable **pptr;
 	size_t pcap;
 	unsigned int rare_tick;		/* progress calls, for rare ones */
-	uint64_t rare_ms;		/* the last rare turn */
+	uint64_t rare_ms;		/* the last rare turn, coarse */
+	uint64_t rare_us;		/* and precise */
 	bool rare_due;			/* a sleep woke on a socket: the next
 					 * progress asks the rare ones too */
 	/* target-side progress for RMA when the application is away */
@@ -279,15 +280,17 @@ struct iwarp_pollable {
 	 */
 	int (*sleep_fd)(struct iwarp_pollable *p);
 	bool run;			/* iwarp_progress: ready or due */
-	bool rare;			/* a listener: polled only every
-					 * IWARP_RARE_EVERY progress calls */
+	bool rare;			/* a listener: polled only on
+					 * rare turns (IWARP_RARE_US) */
 };
 
-/* one poll() of the rare ones per so many calls (with shared memory a
- * busy loop's calls come every few tens of nanoseconds), and at least
- * every IWARP_RARE_MS for callers that come seldom; the clock is read
- * every IWARP_RARE_CLOCK calls */
+/* one poll() of the rare ones per IWARP_RARE_US, asked every so many
+ * calls (with shared memory a busy loop's calls come every few tens of
+ * nanoseconds, and that poll() was 8% of a ping-pong's CPU time), and
+ * at least every IWARP_RARE_MS for callers that come seldom (the coarse
+ * clock, read every IWARP_RARE_CLOCK calls) */
 #define IWARP_RARE_EVERY 128
+#define IWARP_RARE_US 50
 #define IWARP_RARE_CLOCK 8
 #define IWARP_RARE_MS 2
 

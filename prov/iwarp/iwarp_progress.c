@@ -61,7 +61,7 @@ void iwarp_pollable_del(struct iwarp_pollable *p)
  * with no timeout for all of them), a deadline that passed, or no socket
  * at all (cheap, and may have work such as a retry). Returns false if
  * the scratch arrays could not grow: then everything is driven.
- * Listeners join only every IWARP_RARE_EVERY calls. A single candidate
+ * Listeners join only on rare turns. A single candidate
  * is returned in *single, to be driven: its own non-blocking reads cost
  * what poll() would, and its progress checks its own deadlines, so an
  * endpoint busy-polling one peer neither asks poll_info nor reads the
@@ -152,19 +152,34 @@ static uint64_t iwarp_coarse_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static uint64_t iwarp_fine_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 static bool iwarp_progress_select(struct iwarp_fabric *fab,
 				  struct iwarp_pollable **single)
 {
 	unsigned int tick = ++fab->rare_tick;
-	bool rare_turn = !(tick % IWARP_RARE_EVERY) || fab->rare_due;
+	bool rare_turn = fab->rare_due;
+	uint64_t us = 0;
 	ssize_t n, i;
 
+	if (!rare_turn && !(tick % IWARP_RARE_EVERY)) {
+		us = iwarp_fine_us();
+		rare_turn = us - fab->rare_us >= IWARP_RARE_US;
+	}
 	if (rare_turn || !(tick % IWARP_RARE_CLOCK)) {
 		uint64_t now = iwarp_coarse_ms();
 
 		rare_turn = rare_turn || now - fab->rare_ms >= IWARP_RARE_MS;
-		if (rare_turn)
+		if (rare_turn) {
 			fab->rare_ms = now;
+			fab->rare_us = us ? us : iwarp_fine_us();
+		}
 	}
 
 	fab->rare_due = false;

@@ -14,8 +14,11 @@
  *
  * Each side consumes a ring in its own segment (made O_EXCL, 0600, in
  * /dev/shm, unlinked once the peer mapped it) that only this peer
- * produces into: fixed slots, one producer, one consumer, head and tail
- * counters published with release/acquire. A message is a first slot
+ * produces into: fixed slots, one producer, one consumer. A slot is
+ * published by its sequence number (slot counter + 1), stored last with
+ * release, so the consumer's poll and its read of the slot are one cache
+ * line; the consumer's counter is published the same way and read by
+ * the producer only when its last copy says the ring is full. A message is a first slot
  * (RDM header, total length, payload) and continuation slots. RMA
  * requests name the requester's buffers; the target checks the STag
  * (iw_mr_translate) and copies with one process_vm_readv/writev, or,
@@ -67,7 +70,7 @@
 #define SHM_HDR 256
 #define SHM_SEG_SIZE (SHM_HDR + (size_t)SHM_SLOTS * SHM_SLOT)
 #define SHM_MAGIC 0x4957534d48524e47ull	/* "IWSMHRNG" */
-#define SHM_VERSION 3
+#define SHM_VERSION 4
 /* progress calls without a sleep before sleeper goes down again */
 #define SHM_SLEEPER_IDLE 100000u
 /* ops with at most this many iovecs are kept for reuse, this many */
@@ -100,8 +103,7 @@ struct shm_seg {
 	uint32_t version, nslots, slot;
 	uint32_t sleeper;	/* we may sleep: fence and look at asleep */
 	uint8_t pad0[40];
-	uint64_t head;		/* slots produced: the peer writes it */
-	uint8_t pad1[56];
+	uint8_t pad1[64];
 	uint64_t tail;		/* slots consumed: we write it */
 	uint32_t asleep;	/* we sleep: SHM_WAKE_* bits (either side) */
 	uint8_t pad2[52];
@@ -110,7 +112,7 @@ struct shm_seg {
 struct shm_slot {
 	uint32_t type;
 	uint32_t len;		/* payload octets in this slot */
-	uint64_t pad;
+	uint64_t seq;		/* slot counter + 1: published */
 	uint8_t data[SHM_SLOT_DATA];
 };
 
@@ -243,6 +245,7 @@ struct shm_conn {
 	/* rings */
 	struct shm_seg *rx_seg, *tx_seg;
 	uint64_t rx_tail, tx_head;	/* our own copies */
+	uint64_t tx_tail;		/* the peer's consumer counter, last read */
 	struct shm_rx rx;
 	uint64_t next_id;
 	struct iwarp_list txq;		/* not yet all in the ring */
@@ -526,14 +529,18 @@ static void shm_teardown(struct shm_conn *c)
 
 static struct shm_slot *shm_tx_slot(struct shm_conn *c)
 {
-	uint64_t tail = __atomic_load_n(&c->tx_seg->tail, __ATOMIC_ACQUIRE);
-	uint64_t used = c->tx_head - tail;
+	uint64_t tail;
 
-	if (used > SHM_SLOTS) {
-		shm_broken(c, "its consumer counter is out of range");
-		return NULL;
+	if (c->tx_head - c->tx_tail == SHM_SLOTS) {
+		tail = __atomic_load_n(&c->tx_seg->tail, __ATOMIC_ACQUIRE);
+		if (tail - c->tx_tail > SHM_SLOTS) {
+			shm_broken(c, "its consumer counter is out of range");
+			return NULL;
+		}
+		c->tx_tail = tail;
 	}
-	return used == SHM_SLOTS ? NULL : shm_slot(c->tx_seg, c->tx_head);
+	return c->tx_head - c->tx_tail == SHM_SLOTS ? NULL :
+	       shm_slot(c->tx_seg, c->tx_head);
 }
 
 static void shm_tx_push(struct shm_conn *c, struct shm_slot *s, uint32_t type,
@@ -541,7 +548,7 @@ static void shm_tx_push(struct shm_conn *c, struct shm_slot *s, uint32_t type,
 {
 	s->type = type;
 	s->len = len;
-	__atomic_store_n(&c->tx_seg->head, ++c->tx_head, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->seq, ++c->tx_head, __ATOMIC_RELEASE);
 }
 
 /*
@@ -1134,20 +1141,30 @@ static void shm_rx_slot(struct shm_conn *c, const struct shm_slot *s)
 	}
 }
 
+/* The next slot if the peer published it: its sequence number is ours
+ * + 1, or still the last lap's (0 in the first); any other is a lie. */
+static struct shm_slot *shm_rx_next(struct shm_conn *c, int order)
+{
+	struct shm_slot *s = shm_slot(c->rx_seg, c->rx_tail);
+	uint64_t seq = __atomic_load_n(&s->seq, order);
+
+	if (seq == c->rx_tail + 1)
+		return s;
+	if (seq != (c->rx_tail < SHM_SLOTS ? 0 : c->rx_tail + 1 - SHM_SLOTS))
+		shm_broken(c, "a slot's sequence number out of range");
+	return NULL;
+}
+
 static void shm_rx_consume(struct shm_conn *c)
 {
 	unsigned int budget = SHM_RX_BUDGET;
-	uint64_t head;
+	struct shm_slot *s;
 
 	while (c->mode == SHM_ON && budget--) {
-		head = __atomic_load_n(&c->rx_seg->head, __ATOMIC_ACQUIRE);
-		if (head == c->rx_tail)
+		s = shm_rx_next(c, __ATOMIC_ACQUIRE);
+		if (!s)
 			return;
-		if (head - c->rx_tail > SHM_SLOTS) {
-			shm_broken(c, "its producer counter is out of range");
-			return;
-		}
-		shm_rx_slot(c, shm_slot(c->rx_seg, c->rx_tail));
+		shm_rx_slot(c, s);
 		if (c->mode != SHM_ON)
 			return;
 		__atomic_store_n(&c->rx_seg->tail, ++c->rx_tail,
@@ -1220,7 +1237,7 @@ static void shm_poll_info(struct iwarp_pollable *p, int *fd, short *events,
 static int shm_sleep_fd(struct iwarp_pollable *p)
 {
 	struct shm_conn *c = iwarp_container_of(p, struct shm_conn, poll);
-	uint64_t one = 1, head, tail;
+	uint64_t one = 1, tail;
 	bool work, first;
 
 	if (c->mode != SHM_ON || c->bell_in < 0 || !c->bell_taken)
@@ -1235,9 +1252,9 @@ static int shm_sleep_fd(struct iwarp_pollable *p)
 			 (iwarp_list_empty(&c->txq) ? 0 : SHM_WAKE_ROOM),
 			 __ATOMIC_SEQ_CST);
 	c->armed = true;
-	head = __atomic_load_n(&c->rx_seg->head, __ATOMIC_SEQ_CST);
 	tail = __atomic_load_n(&c->tx_seg->tail, __ATOMIC_SEQ_CST);
-	work = first || head != c->rx_tail ||
+	work = first || shm_rx_next(c, __ATOMIC_SEQ_CST) ||
+	       c->mode != SHM_ON ||
 	       (!iwarp_list_empty(&c->txq) && c->tx_head - tail < SHM_SLOTS);
 	if (work && write(c->bell_in, &one, sizeof(one)) < 0 &&
 	    errno != EAGAIN)
@@ -1292,7 +1309,7 @@ static void shm_decide(struct shm_conn *c)
 		"woken by the peer (eventfd doorbells both ways)" :
 		"look again every millisecond (no doorbell)");
 	c->mode = SHM_ON;
-	c->rx_tail = c->tx_head = 0;
+	c->rx_tail = c->tx_head = c->tx_tail = 0;
 	iwarp_rdm_iw_quiet(c->iw, true);
 	if (!c->polled)
 		c->se->up->poll_add(c->se->ep, &c->poll);

@@ -139,7 +139,7 @@ extern const struct iwarp_rdm_xport iwarp_rdm_shm_xport;
 void iwarp_rdm_iw_offer_shm(struct iwarp_rdm_xep *xe);
 bool iwarp_rdm_iw_peer_shm(const struct iwarp_rdm_xconn *c);
 /* An idle connection (the data goes elsewhere): polled only every
- * IWARP_RARE_EVERY progress calls, so a busy loop makes no syscalls. */
+ * IWARP_RARE_US on a rare turn, so a busy loop makes few syscalls. */
 void iwarp_rdm_iw_quiet(struct iwarp_rdm_xconn *c, bool quiet);
 
 #endif /* IWARP_RDM_XPORT_H */
