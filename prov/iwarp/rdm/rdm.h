@@ -135,25 +135,29 @@ struct iwarp_rdm_tx {
 	bool ctrl;			/* FIN/CREDIT: no user completion */
 	struct iwarp_rdm_hdr hdr;
 	uint8_t hbuf[IWARP_RDM_HDR_LEN];
-	struct iovec iov[IWARP_IOV_MAX];
-	size_t count;
+	size_t count;			/* of iov */
 	size_t len;
 	uint8_t *copy;			/* inject copy or rendezvous bounce */
-	uint8_t small[64];		/* ... when that fits here */
 	struct iw_mr *mr;		/* rendezvous source */
 	/* one-sided */
 	uint32_t rkey;
 	uint64_t raddr;
 	bool fence;			/* a zero-length Read closes it */
 	bool wdata;			/* a WDATA message follows the Write */
-	struct iovec res[IWARP_IOV_MAX];	/* fetched values go here */
-	size_t res_count;
+	size_t res_count;		/* of res */
 	size_t res_len;
 	uint64_t a7306[4];		/* add/swap, mask, compare, mask */
 	uint64_t a7306_old;
 	uint8_t a7306_op;		/* fits one RFC 7306 request: its op */
 	struct iwarp_rdm_cop *coll;	/* internal to a collective */
+	/* not cleared for a new tx (IWARP_RDM_TX_CLEAR): read only as far
+	 * as count, res_count and len say */
+	struct iovec iov[IWARP_IOV_MAX];
+	struct iovec res[IWARP_IOV_MAX];	/* fetched values go here */
+	uint8_t small[64];		/* the inject copy when it fits */
 };
+
+#define IWARP_RDM_TX_CLEAR offsetof(struct iwarp_rdm_tx, iov)
 
 enum { IWARP_RDM_7306_FADD = 1, IWARP_RDM_7306_CSWAP = 2 };
 
@@ -222,7 +226,9 @@ struct iwarp_stash {
 	unsigned int n;
 };
 
-static inline void *iwarp_stash_get(struct iwarp_stash *s, size_t size)
+/* size octets, of which the first clear are zeroed (all when new) */
+static inline void *iwarp_stash_get_part(struct iwarp_stash *s, size_t size,
+					 size_t clear)
 {
 	void *p = s->top;
 
@@ -230,8 +236,13 @@ static inline void *iwarp_stash_get(struct iwarp_stash *s, size_t size)
 		return iwarp_zalloc(size);
 	s->top = *(void **)p;
 	s->n--;
-	memset(p, 0, size);
+	memset(p, 0, clear);
 	return p;
+}
+
+static inline void *iwarp_stash_get(struct iwarp_stash *s, size_t size)
+{
+	return iwarp_stash_get_part(s, size, size);
 }
 
 static inline void iwarp_stash_put(struct iwarp_stash *s, void *p)

@@ -800,7 +800,8 @@ ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 				 len > IWARP_RDM_INJECT_MAX))
 		return -FI_EINVAL;
 	iwarp_lock(ep->base.fab);
-	tx = iwarp_stash_get(&ep->tx_stash, sizeof(*tx));
+	tx = iwarp_stash_get_part(&ep->tx_stash, sizeof(*tx),
+				  IWARP_RDM_TX_CLEAR);
 	if (!tx) {
 		iwarp_unlock(ep->base.fab);
 		return -FI_ENOMEM;
@@ -841,7 +842,8 @@ int iwarp_rdm_isend(struct iwarp_rdm_ep *ep, fi_addr_t dest, const void *buf,
 
 	if (!peer)
 		return -FI_EINVAL;
-	tx = iwarp_stash_get(&ep->tx_stash, sizeof(*tx));
+	tx = iwarp_stash_get_part(&ep->tx_stash, sizeof(*tx),
+				  IWARP_RDM_TX_CLEAR);
 	if (!tx)
 		return -FI_ENOMEM;
 	iwarp_rdm_tx_fill(ep, tx, &iov, 1, 0, true);

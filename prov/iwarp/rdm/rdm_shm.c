@@ -824,7 +824,8 @@ static void shm_rx_msg_end(struct shm_conn *c)
 	void *ctx = c->rx.ctx;
 	uint64_t len = IWARP_RDM_HDR_LEN + c->rx.got;
 
-	memset(&c->rx, 0, sizeof(c->rx));
+	c->rx.type = 0;
+	c->rx.ctx = NULL;
 	if (ctx)
 		c->se->up->recv(c->peer, ctx, len, true);
 }
@@ -842,7 +843,11 @@ static void shm_rx_msg(struct shm_conn *c, const uint8_t *d,
 		shm_broken(c, "a message header out of range");
 		return;
 	}
-	memset(r, 0, sizeof(*r));
+	/* the fields a message uses (dst up to n is place's) */
+	r->ctx = NULL;
+	r->di = 0;
+	r->doff = 0;
+	r->got = 0;
 	n = c->se->up->place(c->peer, m.hdr, m.hdr_len, r->dst, &r->ctx);
 	if (n < 0 || n > IW_MAX_SGE) {
 		r->ctx = NULL;
@@ -1687,6 +1692,57 @@ static bool shm_on(const struct shm_conn *c)
 	return c->mode == SHM_ON || c->mode == SHM_BROKEN;
 }
 
+/*
+ * A message that fits one slot, with nothing queued before it and room
+ * in the ring, is written straight into the slot: no op to fill and no
+ * queue to walk on a small message's path. An op (a spare, not cleared)
+ * only carries ctx to the completion. false: go the long way.
+ */
+static bool shm_post_small(struct shm_conn *c, void *ctx, const uint8_t *hdr,
+			   size_t hdr_len, const struct iovec *iov,
+			   size_t count)
+{
+	struct shm_msg *m;
+	struct shm_slot *s;
+	struct shm_op *op;
+	size_t i, total = 0;
+	uint8_t *p;
+
+	for (i = 0; i < count; i++)
+		total += iov[i].iov_len;
+	if (c->mode != SHM_ON || total > SHM_SLOT_DATA - sizeof(*m) ||
+	    !iwarp_list_empty(&c->txq) ||
+	    (ctx && iwarp_list_empty(&c->spares)))
+		return false;
+	s = shm_tx_slot(c);
+	if (!s)
+		return false;
+	if (ctx) {
+		op = iwarp_container_of(c->spares.next, struct shm_op, link);
+		iwarp_list_del(&op->link);
+		c->nspare--;
+		op->ctx = ctx;
+		op->type = SHM_T_MSG;
+		op->count = 0;
+		iwarp_list_add_tail(&c->doneq, &op->link);
+	}
+	m = (struct shm_msg *)(void *)s->data;
+	m->hdr_len = (uint32_t)hdr_len;
+	m->pad = 0;
+	m->total = total;
+	memcpy(m->hdr, hdr, hdr_len);
+	memset(m->hdr + hdr_len, 0, sizeof(m->hdr) - hdr_len);
+	p = s->data + sizeof(*m);
+	for (i = 0; i < count; i++) {
+		if (iov[i].iov_len)	/* an empty entry may have no base */
+			memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+	shm_tx_push(c, s, SHM_T_MSG, (uint32_t)total);
+	shm_kick(c, SHM_WAKE_DATA);
+	return true;
+}
+
 static int shm_post_msg(struct iwarp_rdm_xconn *xc, void *ctx,
 			const uint8_t *hdr, size_t hdr_len,
 			const struct iovec *iov, size_t count)
@@ -1698,6 +1754,8 @@ static int shm_post_msg(struct iwarp_rdm_xconn *xc, void *ctx,
 		return iw->post_msg(c->iw, ctx, hdr, hdr_len, iov, count);
 	if (hdr_len > IWARP_RDM_HDR_LEN)
 		return -EINVAL;
+	if (shm_post_small(c, ctx, hdr, hdr_len, iov, count))
+		return 0;
 	op = shm_op_new(c, ctx, SHM_T_MSG, iov, count);
 	if (!op)
 		return -ENOMEM;
