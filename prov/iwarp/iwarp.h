@@ -210,6 +210,7 @@ struct iwarp_fabric {
 	unsigned int rare_tick;		/* progress calls, for rare ones */
 	uint64_t rare_ms;		/* the last rare turn, coarse */
 	uint64_t rare_us;		/* and precise */
+	uint64_t hot_until_us;		/* iwarp_progress_hot, 0: none */
 	bool rare_due;			/* a sleep woke on a socket: the next
 					 * progress asks the rare ones too */
 	/* target-side progress for RMA when the application is away */
@@ -291,10 +292,15 @@ struct iwarp_pollable {
  * clock, read every IWARP_RARE_CLOCK calls) */
 #define IWARP_RARE_EVERY 128
 #define IWARP_RARE_US 50
+/* while connections are being set up (iwarp_progress_hot): a rare turn
+ * every IWARP_RARE_HOT_US, looked at every IWARP_RARE_CLOCK calls */
+#define IWARP_RARE_HOT_US 10
 #define IWARP_RARE_CLOCK 8
 #define IWARP_RARE_MS 2
 
 void iwarp_pollable_add(struct iwarp_fabric *fab, struct iwarp_pollable *p);
+/* Lock held: for ms from now, listeners are asked every few us. */
+void iwarp_progress_hot(struct iwarp_fabric *fab, unsigned int ms);
 void iwarp_pollable_del(struct iwarp_pollable *p);
 /* Drives every pollable of the fabric once (lock held; not re-entrant:
  * a nested call returns at once). */

@@ -160,6 +160,11 @@ static uint64_t iwarp_fine_us(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
+void iwarp_progress_hot(struct iwarp_fabric *fab, unsigned int ms)
+{
+	fab->hot_until_us = iwarp_fine_us() + (uint64_t)ms * 1000;
+}
+
 static bool iwarp_progress_select(struct iwarp_fabric *fab,
 				  struct iwarp_pollable **single)
 {
@@ -168,7 +173,12 @@ static bool iwarp_progress_select(struct iwarp_fabric *fab,
 	uint64_t us = 0;
 	ssize_t n, i;
 
-	if (!rare_turn && !(tick % IWARP_RARE_EVERY)) {
+	if (!rare_turn && fab->hot_until_us && !(tick % IWARP_RARE_CLOCK)) {
+		us = iwarp_fine_us();
+		if (us >= fab->hot_until_us)
+			fab->hot_until_us = 0;
+		rare_turn = us - fab->rare_us >= IWARP_RARE_HOT_US;
+	} else if (!rare_turn && !(tick % IWARP_RARE_EVERY)) {
 		us = iwarp_fine_us();
 		rare_turn = us - fab->rare_us >= IWARP_RARE_US;
 	}
@@ -186,6 +196,8 @@ static bool iwarp_progress_select(struct iwarp_fabric *fab,
 	*single = iwarp_progress_single(fab, rare_turn);
 	if (*single)
 		return true;
+	/* while hot, a poll() of several sockets takes the listeners along */
+	rare_turn = rare_turn || fab->hot_until_us;
 	n = iwarp_progress_gather(fab, rare_turn);
 	if (n < 0)
 		return false;

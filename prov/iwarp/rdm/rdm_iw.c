@@ -54,13 +54,14 @@ static void rdm_iw_reap(struct iwarp_rdm_xep *xe)
 
 static void rdm_iw_connect(struct iwarp_rdm_xconn *c);
 
-/* how long a connection setup keeps the listener asked every call */
+/* how long a connection setup makes rare turns frequent: in an
+ * all-to-all every peer is connecting to us too */
 #define RDM_IW_HOT_MS 5
 
 static void rdm_iw_hot(struct iwarp_rdm_xep *xe)
 {
-	xe->hot_until = iw_now_ms() + RDM_IW_HOT_MS;
-	xe->lpoll.rare = false;
+	if (xe->lpoll.fab)
+		iwarp_progress_hot(xe->lpoll.fab, RDM_IW_HOT_MS);
 }
 
 static void rdm_iw_qp_progress(struct iwarp_pollable *p)
@@ -766,10 +767,6 @@ static void rdm_iw_l_poll_info(struct iwarp_pollable *p, int *fd,
 	*events = iw_listener_accepting(xe->l) ? POLLIN : 0;
 	/* requests still being read sit on sockets we do not poll */
 	*deadline = iw_listener_busy(xe->l) ? 1 : iw_listener_deadline(xe->l);
-	/* asked on every call while hot (progress runs us only when the
-	 * socket is ready): back to every rare turn once it cooled */
-	if (!xe->lpoll.rare && *deadline != 1 && iw_now_ms() >= xe->hot_until)
-		xe->lpoll.rare = true;
 }
 
 /* Bound to a wildcard: peers reach us on the domain's address. */

@@ -41,10 +41,6 @@ struct iwarp_rdm_xep {
 	struct iwarp_auth_key key;	/* len 0: no job key */
 	struct iw_listener *l;
 	struct iwarp_pollable lpoll;
-	/* while connections are being set up (ours or a peer's) the
-	 * listener is asked on every progress call, not every rare turn:
-	 * in an all-to-all every peer is connecting to us too */
-	uint64_t hot_until;		/* ms */
 	bool shm;			/* offer shared memory (rdm_shm.c) */
 	struct iw_qp **dead;		/* QPs to destroy outside callbacks */
 	size_t ndead, deadcap;
