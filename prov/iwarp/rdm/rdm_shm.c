@@ -18,8 +18,9 @@
  * published by its sequence number (slot counter + 1), stored last with
  * release, so the consumer's poll and its read of the slot are one cache
  * line; the consumer's counter is published the same way and read by
- * the producer only when its last copy says the ring is full. A message is a first slot
- * (RDM header, total length, payload) and continuation slots. RMA
+ * the producer only when its last copy says the ring is full. A message
+ * is a first slot (RDM header, total length, payload) and continuation
+ * slots. RMA
  * requests name the requester's buffers; the target checks the STag
  * (iw_mr_translate) and copies with one process_vm_readv/writev, or,
  * when the kernel refused that at the handshake, through the ring.
