@@ -920,7 +920,12 @@ static void iw_listener_accept_tcp(struct iw_listener *l)
 
 		if (room == IW_ROOM_LATER)
 			return;	/* the listening socket stays readable */
+		/* poll() first: a failing accept4 makes and frees a socket,
+		 * several microseconds on every EQ read */
+		if (iw_sock_still(l->fd, &l->accept_dry, POLLIN))
+			return;
 		fd = iw_accept_fd(l);
+		l->accept_dry = true;
 		if (fd < 0)
 			return;
 		if (room == IW_ROOM) {

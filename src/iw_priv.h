@@ -200,6 +200,7 @@ struct iw_listener {
 	struct iw_conn_req *reqs;
 	uint64_t accept_after;	/* out of descriptors: no accept() before */
 	bool starved;
+	bool accept_dry;	/* no connection at the last look */
 	uint32_t pass;		/* read passes so far */
 	struct iw_listener_stats st;
 	/* an overflow burst: its start, last overflow and counts, logged
