@@ -113,6 +113,8 @@ static bool is_down(struct bad *b) { return b->down; }
 /* what bad_open claims as its listening IP, and connects from (0: the
  * default, 127.0.0.1, and whatever the kernel picks) */
 static struct in_addr claim_ip, from_ip;
+/* flags of its connection data: 0x08 takes the wide window (128) */
+static uint8_t bad_flags;
 
 static int bad_open(struct bad *b, uint64_t instance)
 {
@@ -123,6 +125,7 @@ static int bad_open(struct bad *b, uint64_t instance)
 	int i;
 
 	memset(b, 0, sizeof(*b));
+	pd[4] |= bad_flags;
 	struct sockaddr_in from = { .sin_family = AF_INET, .sin_addr = from_ip };
 
 	iw_put16(pd + 6, FAKE_PORT);
@@ -229,6 +232,11 @@ static void test_refused(void)
 	expect_terminate("an empty Send", m, 0, 104);
 	rdm_hdr(m, 4, 0, 65, 0, 1, 0, 0, 0);
 	expect_terminate("credits beyond the window (65)", m, HDR, 105);
+	/* a peer that took the wide window may return up to 128, not more */
+	bad_flags = 0x08;
+	rdm_hdr(m, 4, 0, 129, 0, 1, 0, 0, 0);
+	expect_terminate("wide window: credits beyond it (129)", m, HDR, 107);
+	bad_flags = 0;
 	/* beyond IWARP_RDM_EAGER_MAX (256 KiB), what any receiver accepts */
 	rdm_hdr(m, 1, 1, 0, 300000, 1, 0, 5, 0);
 	expect_terminate("EAGER announcing 300000 octets", m, HDR + 8, 106);
@@ -236,22 +244,27 @@ static void test_refused(void)
 
 /*
  * A peer that ignores credits: 4 KiB messages nobody receives pass the
- * 64 KiB cap, so no credit comes back; the 65th message (one past the
- * window) is refused with a Terminate, and the 64 stored ones are intact.
+ * 64 KiB cap, so no credit comes back; the message one past the window
+ * (64, or 128 for a peer that took the wide one) is refused with a
+ * Terminate, and the stored ones are intact.
  */
-static void test_beyond_credits(void)
+static void test_beyond_credits(int window, uint64_t instance)
 {
 	static uint8_t m[HDR + 4096], in[4096];
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
 	struct bad b;
-	int i, got = 0, wrong = 0, ctx;
+	int i, got = 0, wrong = 0, ctx, n = window + 6;
 
-	if (!tap_ok(!bad_open(&b, 301), "credits: hostile peer connects")) {
+	bad_flags = window > 64 ? 0x08 : 0;
+	if (!tap_ok(!bad_open(&b, instance), "credits (window %d): hostile "
+		    "peer connects", window)) {
 		bad_close(&b);
+		bad_flags = 0;
 		return;
 	}
-	for (i = 0; i < 70; i++) {
+	bad_flags = 0;
+	for (i = 0; i < n; i++) {
 		rdm_hdr(m, 1, 1, 0, 4096, 100 + i, 0, 60, 0);
 		memset(m + HDR, i, 4096);
 		if (bad_send(&b, m, sizeof(m)))
@@ -262,10 +275,10 @@ static void test_beyond_credits(void)
 	tap_ok(b.down && b.term_rx && b.err.layer == IW_LAYER_DDP &&
 	       b.err.etype == DDP_ETYPE_UNTAGGED &&
 	       b.err.ecode == DDP_ECODE_UT_NO_BUFFER,
-	       "credits: sending past the window ends in a Terminate "
-	       "(got %s%u/%u/%u)", b.term_rx ? "" : "none, ", b.err.layer,
-	       b.err.etype, b.err.ecode);
-	for (i = 0; i < 70; i++) {
+	       "credits (window %d): sending past the window ends in a "
+	       "Terminate (got %s%u/%u/%u)", window, b.term_rx ? "" : "none, ",
+	       b.err.layer, b.err.etype, b.err.ecode);
+	for (i = 0; i < n; i++) {
 		fi_trecv(ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 60, 0, &ctx);
 		if (reap(NULL, 0.3, &e, &err) != 1) {
 			fi_cancel(&ep->fid, &ctx);
@@ -276,9 +289,9 @@ static void test_beyond_credits(void)
 		if (in[0] != i || in[4095] != i)
 			wrong++;
 	}
-	tap_ok(got == 64 && !wrong, "credits: exactly the 64 messages within "
-	       "the window were stored, intact and in order (%d, %d wrong)",
-	       got, wrong);
+	tap_ok(got == window && !wrong, "credits (window %d): exactly the "
+	       "messages within the window were stored, intact and in order "
+	       "(%d, %d wrong)", window, got, wrong);
 	bad_close(&b);
 }
 
@@ -338,7 +351,7 @@ static void test_lies(void)
  * the sender stalls at its window; once receives are posted everything
  * arrives in order and the sender finishes.
  */
-#define FLOOD_N 100
+#define FLOOD_N 200	/* past the wide window two honest peers take */
 #define FLOOD_LEN 4096
 static void test_flood(struct fid_ep *ep2, struct fid_cq *cq2, fi_addr_t dst)
 {
@@ -495,7 +508,8 @@ int main(void)
 		return tap_done();
 	test_refused();
 	test_identity();
-	test_beyond_credits();
+	test_beyond_credits(64, 301);
+	test_beyond_credits(128, 302);
 	test_lies();
 	test_still_serving();
 	fi_close(&ep->fid);

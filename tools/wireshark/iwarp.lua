@@ -84,7 +84,10 @@ local F = {
 	pd_vbyte     = ProtoField.uint8("iwarp_ext.rdm.pd.version_octet", "Version octet", base.HEX),
 	pd_collision = ProtoField.bool("iwarp_ext.rdm.pd.collision", "Collision (this connection loses)", 8, nil, 0x80),
 	pd_rfc7306   = ProtoField.bool("iwarp_ext.rdm.pd.rfc7306", "Executes RFC 7306 atomics", 8, nil, 0x40),
-	pd_version   = ProtoField.uint8("iwarp_ext.rdm.pd.version", "Version", base.DEC, nil, 0x3f),
+	pd_keyref    = ProtoField.bool("iwarp_ext.rdm.pd.keyref", "Reject: refused for the job key", 8, nil, 0x20),
+	pd_shm       = ProtoField.bool("iwarp_ext.rdm.pd.shm", "Offers shared memory on one host", 8, nil, 0x10),
+	pd_wide      = ProtoField.bool("iwarp_ext.rdm.pd.wide", "Takes the wide eager window (128)", 8, nil, 0x08),
+	pd_version   = ProtoField.uint8("iwarp_ext.rdm.pd.version", "Version", base.DEC, nil, 0x07),
 	pd_family    = ProtoField.uint8("iwarp_ext.rdm.pd.family", "Address family", base.DEC, families),
 	pd_port      = ProtoField.uint16("iwarp_ext.rdm.pd.port", "Listening port", base.DEC),
 	pd_addr4     = ProtoField.ipv4("iwarp_ext.rdm.pd.addr", "Listening address"),
@@ -275,6 +278,9 @@ local function dissect_rdm_pd(r, pinfo, tree, is_req)
 	local vt = t:add(F.pd_vbyte, r(4, 1))
 	vt:add(F.pd_collision, r(4, 1))
 	vt:add(F.pd_rfc7306, r(4, 1))
+	vt:add(F.pd_keyref, r(4, 1))
+	vt:add(F.pd_shm, r(4, 1))
+	vt:add(F.pd_wide, r(4, 1))
 	vt:add(F.pd_version, r(4, 1))
 	local fam = r(5, 1):uint()
 	t:add(F.pd_family, r(5, 1))

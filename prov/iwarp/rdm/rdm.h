@@ -96,6 +96,9 @@ struct iwarp_rdm_peer {
 	bool up;			/* the transport says: post away */
 	uint16_t credits;		/* EAGER/RTS we may still send */
 	uint16_t owed;			/* credits to give back */
+	uint16_t window;		/* credits each way, once connected */
+	uint32_t epoch;			/* connections so far: credits owed
+					 * to an older one are not given */
 	uint16_t granted;		/* EAGER/RTS the peer may still send */
 	struct iwarp_list pending;	/* iwarp_rdm_tx not yet posted */
 	struct iwarp_list inflight;	/* RTS sent, waiting for FIN */
@@ -203,6 +206,7 @@ struct iwarp_rdm_unexp {
 	struct iwarp_rdm_rx *waiter;	/* matched while still arriving */
 	size_t cost;			/* counted in ep->unexp_bytes */
 	bool withheld;			/* its credit waits until taken */
+	uint32_t epoch;			/* ... owed to that connection */
 };
 
 /* What an incoming message turned out to be (its transport context). */

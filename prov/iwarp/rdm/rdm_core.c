@@ -128,6 +128,8 @@ static struct iwarp_rdm_peer *iwarp_rdm_peer_find(struct iwarp_rdm_ep *ep,
 /* A new connection starts with full windows both ways. */
 static void iwarp_rdm_window_reset(struct iwarp_rdm_peer *peer)
 {
+	peer->epoch++;
+	peer->window = IWARP_RDM_CREDITS;
 	peer->credits = IWARP_RDM_CREDITS;
 	peer->granted = IWARP_RDM_CREDITS;
 	peer->owed = 0;
@@ -241,6 +243,14 @@ bool iwarp_rdm_queued(struct iwarp_rdm_peer *peer)
 
 void iwarp_rdm_connected(struct iwarp_rdm_peer *peer)
 {
+	unsigned int w = peer->xp->window(peer->xc);
+
+	/* both sides widen at their connected, before either sends */
+	if (w > peer->window) {
+		peer->credits += w - peer->window;
+		peer->granted += w - peer->window;
+		peer->window = (uint16_t)w;
+	}
 	peer->up = true;
 	iwarp_rdm_flush(peer);
 }
@@ -532,6 +542,6 @@ void iwarp_rdm_send_ctrl(struct iwarp_rdm_peer *peer, uint8_t op,
  * are owed and no traffic carries them. */
 void iwarp_rdm_owe(struct iwarp_rdm_peer *peer)
 {
-	if (++peer->owed >= IWARP_RDM_CREDITS / 2)
+	if (++peer->owed >= peer->window / 2)
 		iwarp_rdm_send_ctrl(peer, IWARP_RDM_CREDIT, 0, 0);
 }

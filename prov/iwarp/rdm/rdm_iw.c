@@ -194,7 +194,7 @@ static void rdm_iw_pdata(struct iwarp_rdm_xep *xe, uint8_t *buf,
 			 uint8_t flags)
 {
 	struct iwarp_rdm_pdata d = {
-		.version = IWARP_RDM_VERSION | flags |
+		.version = IWARP_RDM_VERSION | flags | IWARP_RDM_WIDE |
 			   (iwarp_params.rfc7306 ? IWARP_RDM_RFC7306 : 0) |
 			   (xe->shm ? IWARP_RDM_SHM : 0),
 		.addr = xe->name,
@@ -359,6 +359,11 @@ static bool rdm_iw_atomics(const struct iwarp_rdm_xconn *c)
 	return c->rfc7306;
 }
 
+static unsigned int rdm_iw_window(const struct iwarp_rdm_xconn *c)
+{
+	return c->wide ? IWARP_RDM_CREDITS_WIDE : IWARP_RDM_CREDITS;
+}
+
 /* ---- engine callbacks */
 
 static int rdm_iw_place(void *arg, struct iw_qp *qp, const struct iw_place *p,
@@ -491,6 +496,7 @@ static void rdm_iw_reply_in(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 	offers = them.version & IWARP_RDM_RFC7306;
 	c->rfc7306 = rdm_iw_atomics_on(qp, offers);
 	c->shm = them.version & IWARP_RDM_SHM;
+	c->wide = them.version & IWARP_RDM_WIDE;
 	/* who answered: a later request claiming a restart is checked
 	 * against it */
 	if (them.instance)
@@ -690,8 +696,10 @@ static void rdm_iw_peer_request(struct iwarp_rdm_xconn *c,
 		"RDM peer %s: request; ours %s up %d cmp %d -> %s\n",
 		c->name, rdm_iw_label(c->qp), c->up, cmp,
 		refuse ? "reject" : "accept");
-	if (!refuse)
+	if (!refuse) {
 		c->shm = them->version & IWARP_RDM_SHM;
+		c->wide = them->version & IWARP_RDM_WIDE;
+	}
 	if (refuse)
 		rdm_iw_reject(c->xe, req, IWARP_RDM_COLLISION);
 	else
@@ -855,6 +863,7 @@ const struct iwarp_rdm_xport iwarp_rdm_iw_xport = {
 	.post_rdma = rdm_iw_post_rdma,
 	.post_atomic = rdm_iw_post_atomic,
 	.atomics = rdm_iw_atomics,
+	.window = rdm_iw_window,
 };
 
 /* ==== the guard: job keys and restart claims */
@@ -1095,6 +1104,7 @@ static void rdm_iw_replace(struct iwarp_rdm_xconn *c, struct iw_conn_req *req)
 	}
 	c->instance = c->nc_instance;
 	c->shm = c->nc_shm;
+	c->wide = c->nc_wide;
 	rdm_iw_accept_into(c, req, false, c->nc_rfc7306, NULL);
 }
 
@@ -1201,6 +1211,7 @@ void rdm_iw_claim(struct iwarp_rdm_xconn *c, struct iw_conn_req *req,
 	c->nc_instance = them->instance;
 	c->nc_rfc7306 = them->version & IWARP_RDM_RFC7306;
 	c->nc_shm = them->version & IWARP_RDM_SHM;
+	c->nc_wide = them->version & IWARP_RDM_WIDE;
 	if (!apd) {
 		rdm_iw_hold(c, req);
 		return;
@@ -1232,6 +1243,7 @@ void rdm_iw_promote(struct iwarp_rdm_xconn *c)
 	c->instance = c->nc_instance;
 	c->rfc7306 = iwarp_params.rfc7306 && c->nc_rfc7306;
 	c->shm = c->nc_shm;
+	c->wide = c->nc_wide;
 	if (c->up) {
 		c->up = false;
 		c->xe->up->lost(c->peer, FI_EIO);

@@ -70,6 +70,7 @@ struct iwarp_rdm_xconn {
 	bool rx_polled;			/* rx_poll is registered */
 	bool rfc7306;			/* the peer announced RFC 7306 */
 	bool shm;			/* ... shared memory (qp's peer) */
+	bool wide;			/* ... the wide eager window */
 	bool initiated;			/* qp is our connect, not an accept */
 	bool up;
 	struct iwarp_pollable poll, rx_poll;
@@ -84,6 +85,7 @@ struct iwarp_rdm_xconn {
 	uint64_t nc_instance;
 	bool nc_rfc7306;
 	bool nc_shm;
+	bool nc_wide;
 	char nc_from[64];		/* its TCP source, for log lines */
 	uint64_t probe_until;		/* a probe is out until then */
 };

@@ -293,9 +293,10 @@ static void iwarp_rdm_take_unexp(struct iwarp_rdm_ep *ep,
 	rx->peer = ux->peer;
 	rx->from = ux->from;
 	iwarp_list_del(&ux->link);
-	if (ux->withheld) {
+	if (ux->withheld && ux->epoch == ux->peer->epoch) {
 		/* stored over the limit: its credit goes back now, not at
-		 * half a window, as the sender may have none left */
+		 * half a window, as the sender may have none left (not to a
+		 * connection that came after: it started with a full one) */
 		ux->withheld = false;
 		ux->peer->owed++;
 		iwarp_rdm_send_ctrl(ux->peer, IWARP_RDM_CREDIT, 0, 0);
@@ -350,9 +351,10 @@ static void iwarp_rdm_unexp_arrived(struct iwarp_rdm_ep *ep,
 static void iwarp_rdm_stored(struct iwarp_rdm_ep *ep,
 			     struct iwarp_rdm_unexp *ux, bool queued)
 {
-	if (queued && ep->unexp_bytes > iwarp_params.rdm_unexp_max)
+	if (queued && ep->unexp_bytes > iwarp_params.rdm_unexp_max) {
 		ux->withheld = true;
-	else
+		ux->epoch = ux->peer->epoch;
+	} else
 		iwarp_rdm_owe(ux->peer);
 }
 

@@ -66,7 +66,7 @@ static void iwarp_rdm_bad_hdr(struct iwarp_rdm_peer *peer, const uint8_t *p,
 		FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
 			"RDM peer %s: header with op %u (1-%u), credits %u "
 			"(at most %u): refused\n", peer->name, p[0],
-			IWARP_RDM_OP_MAX, iw_get16(p + 2), IWARP_RDM_CREDITS);
+			IWARP_RDM_OP_MAX, iw_get16(p + 2), peer->window);
 }
 
 /* Credits are what bound our memory: none left, no message. */
@@ -75,7 +75,7 @@ static bool iwarp_rdm_take_credit(struct iwarp_rdm_peer *peer, uint8_t op)
 	if (!peer->granted) {
 		FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
 			"RDM peer %s: op %u beyond its credits (0 of %u "
-			"left)\n", peer->name, op, IWARP_RDM_CREDITS);
+			"left)\n", peer->name, op, peer->window);
 		return false;
 	}
 	peer->granted--;
@@ -93,7 +93,8 @@ static int iwarp_rdm_place(struct iwarp_rdm_peer *peer, const uint8_t *hdr,
 	in = iwarp_stash_get(&peer->ep->in_stash, sizeof(*in));
 	if (!in)
 		return -1;
-	if (iwarp_rdm_hdr_get(hdr, hdr_len, &in->hdr)) {
+	if (iwarp_rdm_hdr_get(hdr, hdr_len, &in->hdr) ||
+	    in->hdr.credits > peer->window) {
 		iwarp_rdm_bad_hdr(peer, hdr, hdr_len);
 		free(in);
 		return -1;	/* not our protocol: terminate */
@@ -128,7 +129,7 @@ static bool iwarp_rdm_whole(struct iwarp_rdm_peer *peer,
 	unsigned int sum = peer->credits + in->hdr.credits;
 
 	/* never more than the window, whatever a peer claims */
-	peer->credits = sum > IWARP_RDM_CREDITS ? IWARP_RDM_CREDITS : sum;
+	peer->credits = sum > peer->window ? peer->window : sum;
 	if ((in->hdr.op != IWARP_RDM_EAGER && !in->abuf) ||
 	    len == (uint64_t)IWARP_RDM_HDR_LEN + in->hdr.len)
 		return true;

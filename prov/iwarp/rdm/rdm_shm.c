@@ -1830,6 +1830,13 @@ static bool shm_atomics(const struct iwarp_rdm_xconn *xc)
 	return !shm_on(c) && iw->atomics(c->iw);
 }
 
+static unsigned int shm_window(const struct iwarp_rdm_xconn *xc)
+{
+	const struct shm_conn *c = (const struct shm_conn *)(const void *)xc;
+
+	return iw->window(c->iw);
+}
+
 const struct iwarp_rdm_xport iwarp_rdm_shm_xport = {
 	.name = "shm",
 	.listen = shm_listen,
@@ -1841,4 +1848,5 @@ const struct iwarp_rdm_xport iwarp_rdm_shm_xport = {
 	.post_rdma = shm_post_rdma,
 	.post_atomic = shm_post_atomic,
 	.atomics = shm_atomics,
+	.window = shm_window,
 };

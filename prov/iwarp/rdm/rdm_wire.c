@@ -32,7 +32,7 @@ int iwarp_rdm_hdr_get(const uint8_t *p, size_t len, struct iwarp_rdm_hdr *h)
 	h->addr = iw_get64(p + 32);
 	if (h->op < IWARP_RDM_EAGER || h->op > IWARP_RDM_ARESP)
 		return -FI_EINVAL;
-	if (h->credits > IWARP_RDM_CREDITS)
+	if (h->credits > IWARP_RDM_CREDITS_WIDE)
 		return -FI_EINVAL;	/* a peer cannot return more than it got */
 	return 0;
 }
@@ -59,7 +59,7 @@ int iwarp_rdm_pd_get(const uint8_t *p, size_t len, struct iwarp_rdm_pdata *d)
 	memset(d, 0, sizeof(*d));
 	if (len < IWARP_RDM_PD_LEN || iw_get32(p) != IWARP_RDM_MAGIC ||
 	    (p[4] & ~(IWARP_RDM_COLLISION | IWARP_RDM_RFC7306 |
-		      IWARP_RDM_KEYREF | IWARP_RDM_SHM)) !=
+		      IWARP_RDM_KEYREF | IWARP_RDM_SHM | IWARP_RDM_WIDE)) !=
 		    IWARP_RDM_VERSION)
 		return -FI_EINVAL;
 	d->version = p[4];

@@ -18,7 +18,11 @@
 #define IWARP_RDM_RFC7306 0x40		/* executes RFC 7306 atomics */
 #define IWARP_RDM_KEYREF 0x20		/* Reject: refused for the job key */
 #define IWARP_RDM_SHM 0x10		/* offers shared memory on one host */
+#define IWARP_RDM_WIDE 0x08		/* takes the wide eager window */
 #define IWARP_RDM_CREDITS 64		/* eager window per peer */
+/* ... when both sides take it: 64 messages in flight each way throttled
+ * osu_bibw's window of 64 to 0.89x of ob1 at 16-32 KiB */
+#define IWARP_RDM_CREDITS_WIDE 128
 
 enum iwarp_rdm_op {
 	IWARP_RDM_EAGER = 1,

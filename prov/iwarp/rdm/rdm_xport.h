@@ -128,6 +128,8 @@ struct iwarp_rdm_xport {
 			   const struct iwarp_rdm_xatomic *a);
 	/* Whether post_atomic works with this peer now. */
 	bool (*atomics)(const struct iwarp_rdm_xconn *xc);
+	/* The eager window (credits) both sides took, once connected. */
+	unsigned int (*window)(const struct iwarp_rdm_xconn *xc);
 };
 
 extern const struct iwarp_rdm_xport iwarp_rdm_iw_xport;
