@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "msg_util.h"
 #include "tap.h"
@@ -360,6 +361,129 @@ static void shutdown_server(struct proc *p)
 	check(!ret, "fi_shutdown (%d)", ret);
 	ctl_wait_serving(&n, &m, 2 * WAIT_MS);
 out:
+	node_close(&n);
+}
+
+/* ---- one EQ for the passive endpoint and the endpoints it accepts, the
+ * client connecting them one after another (fabtests' fi_multi_ep): the
+ * client's RTR for one and its Request for the next can wake the server
+ * together; FI_CONNECTED of the first must still come first. Two
+ * processes burn the CPUs meanwhile, which is what lets them coincide. */
+
+#define ORDER_ROUNDS	15
+#define ORDER_EPS	3
+
+static pid_t order_burner(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		alarm(30);	/* bounded even if nobody kills it */
+		for (;;)
+			;
+	}
+	return pid;
+}
+
+static void order_client(struct proc *p)
+{
+	struct fid_ep *eps[ORDER_EPS];
+	struct fid_eq *eqs[ORDER_EPS];
+	pid_t burn[2] = { order_burner(), order_burner() };
+	int r, i, k, ret, up = 0;
+	struct node n;
+	struct eq_ev e;
+
+	ret = node_open(&n, p, NULL);
+	if (!ret && !ctl_expect(p, CTL_READY, NULL, 10000))
+		ret = -FI_ETIMEDOUT;
+	for (r = 0; !ret && r < ORDER_ROUNDS; r++) {
+		for (i = 0; !ret && i < ORDER_EPS; i++) {
+			ret = cli_connect(&n, NULL, 0, &e);
+			eps[i] = n.ep;
+			eqs[i] = n.ep_eq;
+			n.ep = NULL;
+			n.ep_eq = NULL;
+			up += !ret;
+		}
+		/* the server closes its side first: its EQ stays quiet */
+		ctl_send(p, CTL_NEXT, 0, 0, 0, 0, 0);
+		if (!ctl_expect(p, CTL_NEXT, NULL, 2 * WAIT_MS))
+			ret = -FI_ETIMEDOUT;
+		for (k = 0; k < i; k++) {
+			if (eps[k])
+				fi_close(&eps[k]->fid);
+			if (eqs[k])
+				fi_close(&eqs[k]->fid);
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		if (burn[i] > 0) {
+			kill(burn[i], SIGKILL);
+			waitpid(burn[i], NULL, 0);
+		}
+	}
+	check(up == ORDER_ROUNDS * ORDER_EPS, "one EQ: %d of %d endpoints "
+	      "connected one after another (%d)", up,
+	      ORDER_ROUNDS * ORDER_EPS, ret);
+	node_close(&n);
+}
+
+static void order_server(struct proc *p)
+{
+	struct fid_ep *eps[ORDER_EPS] = { 0 };
+	int r, i, k, ret, bad = 0, done = 0;
+	char what[160] = "";
+	struct eq_ev e;
+	struct node n;
+
+	ret = node_open(&n, p, NULL);
+	if (!ret && !ctl_send(p, CTL_READY, 0, 0, 0, 0, 0))
+		ret = -FI_EIO;
+	for (r = 0; !ret && r < ORDER_ROUNDS; r++) {
+		for (i = 0; !ret && i < ORDER_EPS; i++) {
+			ret = srv_connreq(&n, &e, WAIT_MS);
+			if (!ret) {
+				ret = fi_endpoint(n.domain, e.u.cm.info,
+						  &eps[i], NULL);
+				fi_freeinfo(e.u.cm.info);
+			}
+			if (!ret)
+				ret = fi_ep_bind(eps[i], &n.eq->fid, 0);
+			if (!ret)
+				ret = fi_ep_bind(eps[i], &n.cq->fid,
+						 FI_TRANSMIT | FI_RECV);
+			if (!ret)
+				ret = fi_enable(eps[i]);
+			if (!ret)
+				ret = fi_accept(eps[i], NULL, 0);
+			if (ret)
+				break;
+			eq_wait(n.eq, &e, WAIT_MS);
+			if (e.ret > 0 && e.event == FI_CONNECTED &&
+			    e.u.cm.fid == &eps[i]->fid) {
+				done++;
+				continue;
+			}
+			if (!bad++)
+				snprintf(what, sizeof(what), "%s",
+					 eq_ev_str(&e));
+			if (e.ret > 0 && e.event == FI_CONNREQ)
+				fi_freeinfo(e.u.cm.info);
+			ret = -FI_EOTHER;
+		}
+		ctl_expect(p, CTL_NEXT, NULL, 2 * WAIT_MS);
+		for (k = 0; k < ORDER_EPS; k++) {
+			if (eps[k])
+				fi_close(&eps[k]->fid);
+			eps[k] = NULL;
+		}
+		ctl_send(p, CTL_NEXT, 0, 0, 0, 0, 0);
+	}
+	check(!bad && done == ORDER_ROUNDS * ORDER_EPS, "one EQ: each of %d "
+	      "endpoints' FI_CONNECTED came before the next FI_CONNREQ (%d "
+	      "in order; the first out of order: %s)",
+	      ORDER_ROUNDS * ORDER_EPS, done, bad ? what : "none");
 	node_close(&n);
 }
 
@@ -1115,6 +1239,8 @@ static const struct msg_case cases[] = {
 	{ "reject with data", reject_client, reject_server, false, false, 20 },
 	{ "shutdown from either side", shutdown_client, shutdown_server,
 	  false, false, 30 },
+	{ "one EQ, endpoints connected one after another", order_client,
+	  order_server, false, false, 60 },
 	{ "close right after a Send", close_after_send_client,
 	  close_after_send_server, false, false, 30 },
 	{ "close right after a receive", close_after_recv_client,

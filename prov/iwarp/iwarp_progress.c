@@ -37,11 +37,17 @@
 #define IWARP_WAIT_SLICE_NOFD_MS	10
 #define IWARP_WAIT_STACK_FDS		16
 
-/* Lock held, as for del. */
+/* Lock held, as for del. Listeners go last: a pass that finds both an
+ * endpoint's connection completing (its RTR) and a request that came
+ * after it queues the endpoint's FI_CONNECTED first, as applications
+ * connecting endpoints one after another on one EQ expect. */
 void iwarp_pollable_add(struct iwarp_fabric *fab, struct iwarp_pollable *p)
 {
 	p->fab = fab;
-	iwarp_list_add_tail(&fab->pollables, &p->link);
+	if (p->rare)
+		iwarp_list_add_tail(&fab->pollables, &p->link);
+	else
+		iwarp_list_add_head(&fab->pollables, &p->link);
 }
 
 /* Safe on a pollable that was never added (zeroed link) or deleted. */
