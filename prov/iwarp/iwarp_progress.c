@@ -158,7 +158,7 @@ static uint64_t iwarp_coarse_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static uint64_t iwarp_fine_us(void)
+static uint64_t iwarp_now_us(void)
 {
 	struct timespec ts;
 
@@ -168,7 +168,7 @@ static uint64_t iwarp_fine_us(void)
 
 void iwarp_progress_hot(struct iwarp_fabric *fab, unsigned int ms)
 {
-	fab->hot_until_us = iwarp_fine_us() + (uint64_t)ms * 1000;
+	fab->hot_until_us = iwarp_now_us() + (uint64_t)ms * 1000;
 }
 
 static bool iwarp_progress_select(struct iwarp_fabric *fab,
@@ -180,12 +180,12 @@ static bool iwarp_progress_select(struct iwarp_fabric *fab,
 	ssize_t n, i;
 
 	if (!rare_turn && fab->hot_until_us && !(tick % IWARP_RARE_CLOCK)) {
-		us = iwarp_fine_us();
+		us = iwarp_now_us();
 		if (us >= fab->hot_until_us)
 			fab->hot_until_us = 0;
 		rare_turn = us - fab->rare_us >= IWARP_RARE_HOT_US;
 	} else if (!rare_turn && !(tick % IWARP_RARE_EVERY)) {
-		us = iwarp_fine_us();
+		us = iwarp_now_us();
 		rare_turn = us - fab->rare_us >= IWARP_RARE_US;
 	}
 	if (rare_turn || !(tick % IWARP_RARE_CLOCK)) {
@@ -194,7 +194,7 @@ static bool iwarp_progress_select(struct iwarp_fabric *fab,
 		rare_turn = rare_turn || now - fab->rare_ms >= IWARP_RARE_MS;
 		if (rare_turn) {
 			fab->rare_ms = now;
-			fab->rare_us = us ? us : iwarp_fine_us();
+			fab->rare_us = us ? us : iwarp_now_us();
 		}
 	}
 
@@ -795,14 +795,6 @@ void iwarp_lock_slow(struct iwarp_fabric *fab)
 void iwarp_unlock_wake(struct iwarp_fabric *fab)
 {
 	syscall(SYS_futex, &fab->lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-static uint64_t iwarp_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /*

@@ -442,6 +442,19 @@ static void shm_op_free(struct shm_conn *c, struct shm_op *op)
 	c->nspare++;
 }
 
+/* A freed small op for reuse, not cleared, or NULL. */
+static struct shm_op *shm_spare_take(struct shm_conn *c)
+{
+	struct shm_op *op;
+
+	if (iwarp_list_empty(&c->spares))
+		return NULL;
+	op = iwarp_container_of(c->spares.next, struct shm_op, link);
+	iwarp_list_del(&op->link);
+	c->nspare--;
+	return op;
+}
+
 static void shm_spares_free(struct shm_conn *c)
 {
 	while (!iwarp_list_empty(&c->spares)) {
@@ -737,18 +750,14 @@ static void shm_tx_flush(struct shm_conn *c)
 static struct shm_op *shm_op_new(struct shm_conn *c, void *ctx, uint8_t type,
 				 const struct iovec *iov, size_t count)
 {
-	struct shm_op *op = NULL;
+	struct shm_op *op = count <= SHM_OP_SMALL_IOV ? shm_spare_take(c) : NULL;
 	size_t i;
 
-	if (count <= SHM_OP_SMALL_IOV && !iwarp_list_empty(&c->spares)) {
-		op = iwarp_container_of(c->spares.next, struct shm_op, link);
-		iwarp_list_del(&op->link);
-		c->nspare--;
+	if (op)
 		memset(op, 0, sizeof(*op));
-	} else {
+	else
 		op = calloc(1, sizeof(*op) + (count > SHM_OP_SMALL_IOV ? count :
 					      SHM_OP_SMALL_IOV) * sizeof(*iov));
-	}
 	if (!op)
 		return NULL;
 	op->ctx = ctx;
@@ -1719,9 +1728,7 @@ static bool shm_post_small(struct shm_conn *c, void *ctx, const uint8_t *hdr,
 	if (!s)
 		return false;
 	if (ctx) {
-		op = iwarp_container_of(c->spares.next, struct shm_op, link);
-		iwarp_list_del(&op->link);
-		c->nspare--;
+		op = shm_spare_take(c);
 		op->ctx = ctx;
 		op->type = SHM_T_MSG;
 		op->count = 0;
