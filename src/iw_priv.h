@@ -225,12 +225,17 @@ struct iw_listener {
 #define IW_TX_FLAT_MAX		2048
 #define IW_TX_BATCH_BYTES	(256u << 10)	/* stays in L2 between CRC and copy */
 
+#define IW_TX_BATCH_FLAT	(32u << 10)	/* small joined messages */
+
 struct iw_tx_batch {
 	struct iovec v[IW_TX_BATCH * (IW_MAX_SGE + 2)];
 	uint8_t hdr[IW_TX_BATCH][MPA_FPDU_HDR + DDP_UNTAGGED_HDR +
 				 RDMAP_AREQ_LEN];
 	uint8_t trl[IW_TX_BATCH][3 + MPA_CRC_LEN];
 	int cnt;
+	/* joined Sends of at most IW_TX_FLAT_MAX, framed back to back */
+	size_t flat_len;
+	uint8_t flat[IW_TX_BATCH_FLAT];
 };
 
 struct iw_qp {
@@ -305,6 +310,10 @@ struct iw_qp {
 					 * until one needs it */
 	bool tx_batched;	/* tx_left counts txb's frames, not txv */
 	int tx_frames;		/* FPDUs in the batch (or 1) */
+	uint32_t tx_joined;	/* whole SQ messages ahead of the last one
+				 * in the batch, completed when it is out */
+	bool tx_joining;	/* framing a joined message: flat ones go
+				 * to txb->flat */
 	struct iw_qp_stats stats;
 	enum { TX_NONE, TX_CTRL, TX_RTR, TX_SQ, TX_IRQ } tx_src;
 	bool tx_msg_end;	/* the FPDU in flight ends its message */

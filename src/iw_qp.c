@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "iw_priv.h"
@@ -63,50 +62,39 @@ static size_t iw_sq_bytes(uint32_t size)
 }
 
 /*
- * The queues live in anonymous mappings: their pages become resident only
- * as deep as a queue ever got (both restart at slot 0 whenever they
- * empty), whatever malloc's thresholds are, so opening an endpoint
- * touches none of them.
+ * The queues come from malloc, never cleared: a slot is written whole
+ * before it is read, and both queues restart at slot 0 whenever they
+ * empty, so only pages as deep as a queue ever got are touched, as with
+ * the anonymous mappings they once were, without an mmap call and a VMA
+ * per queue.
  */
-static void *iw_queue_map(size_t bytes)
-{
-	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	return m == MAP_FAILED ? NULL : m;
-}
-
-static void iw_queue_unmap(void *q, size_t bytes)
-{
-	if (q)
-		munmap(q, bytes);
-}
-
-/* The send queue and its inline buffers, in one mapping. */
+/* The send queue and its inline buffers, in one block. */
 static int iw_sq_alloc(struct iw_qp *qp)
 {
-	qp->sq = iw_queue_map(iw_sq_bytes(qp->sq_size));
+	qp->sq = malloc(iw_sq_bytes(qp->sq_size));
 	if (!qp->sq)
 		return -ENOMEM;
 	qp->sq_inline = (uint8_t *)(qp->sq + qp->sq_size);
 	return 0;
 }
 
-static void iw_sq_unmap(struct iw_qp *qp)
+static void iw_sq_free(struct iw_qp *qp)
 {
-	iw_queue_unmap(qp->sq, iw_sq_bytes(qp->sq_size));
+	free(qp->sq);
+	qp->sq = NULL;
 }
 
 static int iw_rq_init(struct iw_rq *rq, uint32_t size)
 {
 	rq->size = size ? size : 256;
-	rq->q = iw_queue_map((size_t)rq->size * sizeof(*rq->q));
+	rq->q = malloc((size_t)rq->size * sizeof(*rq->q));
 	return rq->q ? 0 : -ENOMEM;
 }
 
 static void iw_rq_fini(struct iw_rq *rq)
 {
-	iw_queue_unmap(rq->q, (size_t)rq->size * sizeof(*rq->q));
+	free(rq->q);
 	rq->q = NULL;
 }
 
@@ -146,7 +134,7 @@ int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 	*qpp = qp;
 	return 0;
 err:
-	iw_sq_unmap(qp);
+	iw_sq_free(qp);
 	iw_rq_fini(&qp->rq);
 	free(qp);
 	return -ENOMEM;
@@ -220,7 +208,7 @@ int iw_qp_destroy(struct iw_qp *qp)
 	if (qp->srq)
 		qp->srq->nqp--;
 	qp->pd->nqp--;
-	iw_sq_unmap(qp);
+	iw_sq_free(qp);
 	iw_rq_fini(&qp->rq);
 	free(qp->orq);
 	free(qp->irq);

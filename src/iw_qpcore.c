@@ -177,6 +177,7 @@ void iw_qp_flush(struct iw_qp *qp, enum iw_wc_status st)
 	}
 	iw_qp_sq_complete_ready(qp);
 	qp->sq_tx = qp->sq_head;
+	qp->tx_joined = 0;
 	qp->tx_sq_busy = false;
 	qp->tx_irq_busy = false;
 	qp->orq_count = 0;

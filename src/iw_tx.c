@@ -380,7 +380,8 @@ static bool iw_tx_flat_send(struct iw_qp *qp, const struct iw_swqe *w)
 		.qn = DDP_QN_SEND, .msn = qp->sq_msn,
 		.inv_stag = iw_wr_inv_stag(w),
 	};
-	uint8_t *p = qp->tx_flat;
+	uint8_t *p = qp->tx_joining ? qp->txb->flat + qp->txb->flat_len :
+				      qp->tx_flat;
 	size_t off;
 	ssize_t hlen;
 	int i;
@@ -404,6 +405,8 @@ static bool iw_tx_flat_send(struct iw_qp *qp, const struct iw_swqe *w)
 	qp->txcnt = 1;
 	qp->tx_left = off;
 	qp->stats.tx_flat++;
+	if (qp->tx_joining)
+		qp->txb->flat_len += off;
 	return true;
 }
 
@@ -559,35 +562,116 @@ static void iw_tx_batch_add(struct iw_qp *qp, int frame)
 			v.iov_base = b->hdr[frame];
 		else if (v.iov_base == qp->tx_trl)
 			v.iov_base = b->trl[frame];
-		b->v[b->cnt++] = v;
+		/* flat frames lie back to back: one iovec for all */
+		if (b->cnt && (uint8_t *)b->v[b->cnt - 1].iov_base +
+					      b->v[b->cnt - 1].iov_len ==
+				      v.iov_base)
+			b->v[b->cnt - 1].iov_len += v.iov_len;
+		else
+			b->v[b->cnt++] = v;
 	}
 }
 
 /*
- * The FPDU just framed starts a long message: frame the next ones of the
- * same message too, so that one sendmsg carries them all. Their
- * completion needs nothing until the message's last FPDU is written, and
- * that one ends the batch.
+ * The send-queue message just framed has ended: may the next one join
+ * its batch? Only a Send or Write that is whole in one FPDU, with no
+ * fence, and nothing that goes first (a control frame, Read Responses).
+ */
+static bool iw_tx_joins(struct iw_qp *qp)
+{
+	const struct iw_swqe *w;
+	size_t fpdu;
+	bool tagged;
+
+	if (!qp->txb || qp->tx_src != TX_SQ || !qp->tx_msg_end ||
+	    qp->sq_tx + 1 == qp->sq_tail || qp->irq_count ||
+	    qp->ctrl_off < qp->ctrl_len)
+		return false;
+	w = iw_sq_at(qp, qp->sq_tx + 1);
+	switch (w->op) {
+	case IW_WR_SEND:
+	case IW_WR_SEND_SE:
+	case IW_WR_SEND_INV:
+	case IW_WR_SEND_SE_INV:
+		tagged = false;
+		break;
+	case IW_WR_WRITE:
+		tagged = true;
+		break;
+	default:
+		return false;
+	}
+	if ((w->flags & IW_WR_FENCE) || w->sent ||
+	    w->len > iw_seg_room(qp, tagged))
+		return false;
+	/* one that would go flat needs the room for it */
+	fpdu = mpa_fpdu_len(DDP_UNTAGGED_HDR + (size_t)w->len);
+	return tagged || fpdu > IW_TX_FLAT_MAX ||
+	       qp->txb->flat_len + fpdu <= IW_TX_BATCH_FLAT;
+}
+
+/* The message ahead of a joining one ends as in iw_tx_fpdu_done, but
+ * completes only once the whole batch is written. */
+static void iw_tx_join(struct iw_qp *qp)
+{
+	const struct iw_swqe *w = iw_sq_at(qp, qp->sq_tx);
+
+	qp->tx_sq_busy = false;
+	qp->sq_tx++;
+	if (w->op != IW_WR_WRITE)
+		qp->sq_msn++;
+	qp->tx_joined++;
+	qp->tx_joining = true;
+	iw_tx_build_sq(qp);
+	qp->tx_joining = false;
+}
+
+/* The batch is out: the messages that joined it are done. */
+static void iw_tx_joined_done(struct iw_qp *qp)
+{
+	uint32_t i;
+
+	for (i = qp->sq_tx - qp->tx_joined; i != qp->sq_tx; i++) {
+		struct iw_swqe *w = iw_sq_at(qp, i);
+
+		w->done = true;
+		w->status = IW_WC_SUCCESS;
+	}
+	qp->tx_joined = 0;
+}
+
+/*
+ * The FPDU just framed starts a long message, or more whole messages
+ * wait behind it: frame those too, so that one sendmsg carries them
+ * all. Their completion needs nothing until the batch is written.
  */
 static void iw_tx_gather(struct iw_qp *qp)
 {
 	size_t bytes = qp->tx_left;
 	int frame = 0;
 
-	if (qp->tx_msg_end || qp->markers_tx ||
-	    (qp->tx_src != TX_SQ && qp->tx_src != TX_IRQ))
+	if (qp->markers_tx || (qp->tx_src != TX_SQ && qp->tx_src != TX_IRQ) ||
+	    (qp->tx_msg_end &&
+	     (qp->tx_src != TX_SQ || qp->sq_tx + 1 == qp->sq_tail)))
 		return;
 	if (!qp->txb &&
 	    !(qp->txb = iw_pd_take(&qp->pd->txb_pool, sizeof(*qp->txb))))
 		return;		/* one FPDU per syscall still works */
 	qp->txb->cnt = 0;
+	qp->txb->flat_len = 0;
+	if (qp->tx_msg_end && !iw_tx_joins(qp))
+		return;
 	iw_tx_batch_add(qp, frame++);
-	while (!qp->tx_msg_end && frame < IW_TX_BATCH &&
-	       bytes < IW_TX_BATCH_BYTES) {
-		if (qp->tx_src == TX_SQ)
+	while (frame < IW_TX_BATCH && bytes < IW_TX_BATCH_BYTES) {
+		if (qp->tx_msg_end) {
+			if (!iw_tx_joins(qp))
+				break;
+			iw_tx_join(qp);
+		} else if (qp->tx_src == TX_SQ) {
 			iw_tx_build_sq(qp);
-		else if (!iw_tx_build_irq(qp))
+		} else if (!iw_tx_build_irq(qp)) {
 			break;	/* source gone: its Terminate follows */
+		}
 		bytes += qp->tx_left;
 		iw_tx_batch_add(qp, frame++);
 	}
@@ -703,6 +787,7 @@ static int iw_tx_refused(struct iw_qp *qp)
 	qp->tx_dead = true;
 	qp->tx_left = 0;
 	qp->tx_batched = false;
+	qp->tx_joined = 0;	/* the flush reports them */
 	qp->tx_corked = false;	/* nothing held back will go now */
 	return -EPIPE;
 }
@@ -762,6 +847,8 @@ int iw_tx_pump(struct iw_qp *qp)
 		if (qp->tx_src != TX_CTRL)
 			qp->stats.tx_fpdus += (uint64_t)qp->tx_frames;
 		qp->tx_batched = false;
+		if (qp->tx_joined)
+			iw_tx_joined_done(qp);
 		iw_tx_fpdu_done(qp);
 	}
 	iw_tx_uncork(qp);

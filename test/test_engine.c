@@ -3047,6 +3047,115 @@ static void test_tx_more(void)
 }
 
 /*
+ * Whole messages queued behind each other (IW_WR_MORE on all but the last
+ * post) leave in one sendmsg: Sends and Writes join one batch in posting
+ * order, and each completes once the batch is written, in order. A Read
+ * ends a batch; what follows it goes in the next sendmsg. Counted, not
+ * timed: posted one by one, the 16 messages took 16 sendmsg calls.
+ */
+static void test_tx_join(void)
+{
+	enum { N = 16, LEN = 1000 };
+	static uint8_t src[N][LEN], dst[N][LEN];
+	struct iw_qp_stats s0, s1;
+	struct eu_pair_cfg cfg;
+	struct eu_buf wb = { 0 }, rb = { 0 };
+	struct eu_pair p;
+	void *sctx[N], *rctx[N], *rd_ctx = nctx();
+	uint8_t rsink[64];
+	struct iw_sge rsg = { .addr = rsink, .len = sizeof(rsink) };
+	int i, nr = 0, bad_data = 0, rc = 0;
+	bool ok;
+
+	cfg_default(&cfg);
+	ok = connect_pair(&p, &cfg) &&
+	     !eu_buf_alloc(&wb, env.pd, LEN,
+			   IW_ACC_LOCAL_WRITE | IW_ACC_REMOTE_WRITE, true) &&
+	     !eu_buf_alloc(&rb, env.pd, sizeof(rsink), IW_ACC_REMOTE_READ,
+			   true);
+	if (!ok) {
+		report(false, "tx join: pair and buffers");
+		goto out;
+	}
+	/* sixteen messages, the ninth a Write, all but the last held */
+	iw_qp_stats(p.a.qp, &s0);
+	for (i = 0; i < N && !rc; i++) {
+		struct iw_sge sg = { .addr = src[i], .len = LEN };
+		unsigned int more = i < N - 1 ? IW_WR_MORE : 0;
+
+		eu_fill(src[i], LEN, 500 + i);
+		sctx[i] = nctx();
+		if (i == N / 2) {
+			struct iw_send_wr wr = {
+				.ctx = sctx[i], .op = IW_WR_WRITE,
+				.flags = IW_WR_SIGNALED | more, .sgl = &sg,
+				.num_sge = 1, .rstag = wb.stag,
+				.rto = eu_to(&wb, 0) };
+
+			rc = iw_qp_post_send(p.a.qp, &wr);
+			continue;
+		}
+		rctx[nr] = nctx();
+		rc = post_recv(&p.b, rctx[nr], dst[i], LEN);
+		nr++;
+		if (!rc)
+			rc = post_send(&p.a, sctx[i], &sg, 1, more);
+	}
+	iw_qp_stats(p.a.qp, &s1);
+	if (rc)
+		bad("tx join: posting failed (%d)", rc);
+	ok = !rc && wait_list(&p, &p.a, sctx, N, 10000) &&
+	     wait_list(&p, &p.b, rctx, nr, 10000);
+	for (i = 0; ok && i < N; i++)
+		if (memcmp(i == N / 2 ? wb.addr : dst[i], src[i], LEN))
+			bad_data++;
+	report(ok && !bad_data && s1.tx_calls - s0.tx_calls == 1 &&
+		       s1.tx_fpdus - s0.tx_fpdus == N,
+	       "tx join: %d whole messages (Sends and a Write) in one "
+	       "sendmsg (%llu calls, %llu FPDUs), all intact (%d bad)", N,
+	       (unsigned long long)(s1.tx_calls - s0.tx_calls),
+	       (unsigned long long)(s1.tx_fpdus - s0.tx_fpdus), bad_data);
+	report(ok && check_order(&p.a, sctx, N) && check_order(&p.b, rctx,
+							       N - 1) &&
+		       check_once(&p.a, sctx, N, IW_WC_SUCCESS) &&
+		       check_wc(&p.a, sctx[N / 2], IW_WC_WRITE, LEN, 0, 0) &&
+		       check_wc(&p.a, sctx[0], IW_WC_SEND, LEN, 0, 0),
+	       "tx join: completions on both sides come once each, in "
+	       "posting order, successful, with their lengths");
+	/* a Send, a Read, a Send: the Read ends the batch */
+	iw_qp_stats(p.a.qp, &s0);
+	for (i = 0; i < 2 && !rc; i++) {
+		struct iw_sge sg = { .addr = src[i], .len = LEN };
+
+		rctx[i] = nctx();
+		sctx[i] = nctx();
+		rc = post_recv(&p.b, rctx[i], dst[i], LEN);
+		if (!rc)
+			rc = post_send(&p.a, sctx[i], &sg, 1,
+				       i ? 0 : IW_WR_MORE);
+		if (!rc && !i)
+			rc = post_read(&p.a, rd_ctx, &rsg, &rb, 0,
+				       IW_WR_MORE);
+	}
+	iw_qp_stats(p.a.qp, &s1);
+	sctx[2] = rd_ctx;
+	ok = !rc && wait_list(&p, &p.a, sctx, 3, 10000) &&
+	     wait_list(&p, &p.b, rctx, 2, 10000);
+	report(ok && s1.tx_calls - s0.tx_calls == 2 &&
+		       check_wc(&p.a, rd_ctx, IW_WC_READ, sizeof(rsink), 0,
+				0),
+	       "tx join: a Read ends the batch (a Send, a Read, a Send: %llu "
+	       "sendmsg), all three complete",
+	       (unsigned long long)(s1.tx_calls - s0.tx_calls));
+out:
+	if (wb.addr)
+		eu_buf_free(&wb);
+	if (rb.addr)
+		eu_buf_free(&rb);
+	eu_pair_fini(&p);
+}
+
+/*
  * A busy-polling side that has to wait for its socket: once a read found
  * it empty in the middle of a long transfer, or a send found it full, it
  * asks poll() before the next try instead of retrying the syscall, which
@@ -3259,6 +3368,7 @@ int main(int argc, char **argv)
 	timed("small recv calls", test_small_recv_calls);
 	timed("socket waits", test_socket_waits);
 	timed("Send and Read in one segment", test_tx_more);
+	timed("whole messages joined in one sendmsg", test_tx_join);
 	timed("small FPDUs in one iovec", test_tx_flat);
 	timed("bad requests", test_bad_requests);
 	timed("flow control", test_flow_control);

@@ -14,15 +14,22 @@
  * - a peer that restarts on the same address (new instance) replaces its
  *   old connection and traffic goes on;
  * - truncation, FI_PEEK miss (FI_ENOMSG) and cancel (FI_ECANCELED) keep
- *   the caller's context.
+ *   the caller's context;
+ * - messages posted back to back arrive intact and in order; over TCP
+ *   the first leaves at once and those behind it leave together, at the
+ *   next progress call or once 64 KiB wait (TCP segments counted).
  *
  * Needs FI_PROVIDER_PATH pointing at the directory of libiwarp-fi.so.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <linux/tcp.h>	/* tcpi_segs_out */
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -418,6 +425,158 @@ out:
 	rep_close(&b);
 }
 
+/* Shared memory carries this run (test/run runs it again with
+ * FI_IWARP_SHM=0). */
+static bool shm_run(void)
+{
+	const char *v = getenv("FI_IWARP_SHM");
+
+	return !v || strcmp(v, "0");
+}
+
+/* Our TCP socket whose peer is `to`, or -1. */
+static int sock_to(const struct sockaddr_in *to)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int found = -1;
+
+	while (d && found < 0 && (de = readdir(d))) {
+		struct sockaddr_in peer;
+		socklen_t len = sizeof(peer);
+		struct stat st;
+		int fd = atoi(de->d_name);
+
+		if (de->d_name[0] == '.' || fstat(fd, &st) ||
+		    !S_ISSOCK(st.st_mode) ||
+		    getpeername(fd, (struct sockaddr *)&peer, &len) ||
+		    peer.sin_family != AF_INET)
+			continue;
+		if (peer.sin_port == to->sin_port &&
+		    peer.sin_addr.s_addr == to->sin_addr.s_addr)
+			found = fd;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static unsigned int segs_out(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
+		return 0;
+	return ti.tcpi_segs_out;
+}
+
+/* n sends of len from a to b, tags 600 + i, posted back to back;
+ * segments a's socket sent by the time the last post returned. */
+static int burst_post(struct rep *a, fi_addr_t to, int fd, char *out,
+		      size_t len, int n, int *ctx)
+{
+	unsigned int s0 = segs_out(fd);
+	int i, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		memset(out + (size_t)i * len, 'a' + i, len);
+		if (fi_tsend(a->ep, out + (size_t)i * len, len, NULL, to,
+			     600 + i, &ctx[i]))
+			bad++;
+	}
+	return bad ? -1 : (int)(segs_out(fd) - s0);
+}
+
+/* b receives the n messages in order, a completes them in order. */
+static bool burst_reap(struct rep *a, struct rep *b, const char *out,
+		       char *in, size_t len, int n, const int *ctx)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	int i, got = 0, sent = 0;
+
+	for (i = 0; i < n; i++)
+		if (reap(b, a, 5, &e, NULL, &err) == 1 &&
+		    e.op_context == in + (size_t)i * len && e.len == len &&
+		    e.tag == (uint64_t)(600 + i) &&
+		    !memcmp(in + (size_t)i * len, out + (size_t)i * len, len))
+			got++;
+	for (i = 0; i < n; i++)
+		if (reap(a, b, 5, &e, NULL, &err) == 1 &&
+		    e.op_context == &ctx[i])
+			sent++;
+	return got == n && sent == n;
+}
+
+/*
+ * A burst: sends posted back to back with no progress call between
+ * them. Over TCP the first leaves at once (a ping-pong waits for
+ * nothing); those behind it wait for the next progress call, or until
+ * 64 KiB wait, and leave in one sendmsg. Loopback sends a segment per
+ * sendmsg here, so segments count sendmsg calls.
+ */
+static void test_burst(void)
+{
+	enum { N = 16, SMALL = 1000, BIG = 16384, NBIG = 8 };
+	static char out[NBIG * BIG], in[NBIG * BIG];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct rep a = { 0 }, b = { 0 };
+	fi_addr_t b_at_a;
+	int ctx[N], i, fd = -1, at_post, s0;
+	bool tcp = !shm_run();
+	char w[8] = "warm";
+
+	if (!tap_ok(!rep_open(&a, 0) && !rep_open(&b, 0),
+		    "burst: two endpoints open"))
+		goto out;
+	fi_av_insert(a.av, &b.name, 1, &b_at_a, 0, NULL);
+	/* connected, and b owes nothing back */
+	fi_trecv(b.ep, in, sizeof(w), NULL, FI_ADDR_UNSPEC, 1, 0, NULL);
+	fi_tsend(a.ep, w, sizeof(w), NULL, b_at_a, 1, NULL);
+	tap_ok(reap(&b, &a, 5, &e, NULL, &err) == 1 &&
+	       reap(&a, &b, 5, &e, NULL, &err) == 1,
+	       "burst: a first message goes through");
+	if (tcp)
+		fd = sock_to(&b.name);
+	for (i = 0; i < N; i++)
+		fi_trecv(b.ep, in + (size_t)i * SMALL, SMALL, NULL,
+			 FI_ADDR_UNSPEC, 600 + i, 0, in + (size_t)i * SMALL);
+	s0 = (int)segs_out(fd);
+	at_post = burst_post(&a, b_at_a, fd, out, SMALL, N, ctx);
+	tap_ok(at_post >= 0 && burst_reap(&a, &b, out, in, SMALL, N, ctx),
+	       "burst: %d sends of %d octets posted back to back arrive "
+	       "intact and in order, and complete in order", N, SMALL);
+	if (tcp)
+		tap_ok(fd >= 0 && at_post == 1 &&
+		       (int)segs_out(fd) - s0 <= 3,
+		       "burst: the first leaves at once, the %d behind it "
+		       "together at the next progress call (%d segment(s) "
+		       "when the posts returned, %d in all; 16 before)",
+		       N - 1, at_post, (int)segs_out(fd) - s0);
+	else
+		tap_skip_n(1, "burst: shared memory carries this run");
+	for (i = 0; i < NBIG; i++)
+		fi_trecv(b.ep, in + (size_t)i * BIG, BIG, NULL, FI_ADDR_UNSPEC,
+			 600 + i, 0, in + (size_t)i * BIG);
+	at_post = burst_post(&a, b_at_a, fd, out, BIG, NBIG, ctx);
+	if (tcp)
+		tap_ok(fd >= 0 && at_post >= 2,
+		       "burst: what waits is bounded: %d sends of %d octets "
+		       "put %d segment(s) on the wire before any progress "
+		       "call", NBIG, BIG, at_post);
+	else
+		tap_skip_n(1, "burst: shared memory carries this run");
+	tap_ok(at_post >= 0 && burst_reap(&a, &b, out, in, BIG, NBIG, ctx),
+	       "burst: %d sends of %d octets arrive intact and in order",
+	       NBIG, BIG);
+out:
+	rep_close(&a);
+	rep_close(&b);
+}
+
 int main(void)
 {
 	struct fi_info *hints = fi_allocinfo();
@@ -442,6 +601,7 @@ int main(void)
 	test_inject();
 	test_late_insert();
 	test_errors_keep_context();
+	test_burst();
 	test_restart();
 	test_unreachable();
 	fi_close(&domain->fid);

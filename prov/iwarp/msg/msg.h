@@ -159,8 +159,10 @@ static inline struct iwarp_op *iwarp_op_get(struct iwarp_ep *ep)
 
 	if (op)
 		ep->free_ops = op->next;
-	else if (ep->ops_fresh < ep->nops)
+	else if (ep->ops_fresh < ep->nops) {
 		op = &ep->ops[ep->ops_fresh++];
+		memset(op, 0, sizeof(*op));
+	}
 	return op;
 }
 

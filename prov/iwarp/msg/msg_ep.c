@@ -9,7 +9,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 /* ---- progress */
 
@@ -68,18 +67,16 @@ static void iwarp_ep_qp_attr(struct iwarp_ep *ep, struct iw_qp_attr *attr)
 	attr->peek_len = ep->tagged ? IWARP_THDR_LEN : 0;
 }
 
-/* The engine may queue one more internal Read per op (delivery). An
- * anonymous mapping (calloc would clear it all from the heap): only the
- * contexts ever handed out (iwarp_op_get) become resident. */
+/* The engine may queue one more internal Read per op (delivery). Not
+ * cleared here: iwarp_op_get clears a context when it first hands it
+ * out, so only the contexts ever used are touched. */
 static int iwarp_ep_ops_alloc(struct iwarp_ep *ep, const struct iw_qp_attr *a)
 {
 	size_t n = (size_t)a->sq_size + a->rq_size;
-	void *m = mmap(NULL, n * sizeof(*ep->ops), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	if (m == MAP_FAILED)
+	ep->ops = malloc(n * sizeof(*ep->ops));
+	if (!ep->ops)
 		return -FI_ENOMEM;
-	ep->ops = m;
 	ep->nops = n;
 	ep->ops_fresh = 0;
 	return 0;
@@ -87,8 +84,7 @@ static int iwarp_ep_ops_alloc(struct iwarp_ep *ep, const struct iw_qp_attr *a)
 
 static void iwarp_ep_ops_free(struct iwarp_ep *ep)
 {
-	if (ep->ops)
-		munmap(ep->ops, ep->nops * sizeof(*ep->ops));
+	free(ep->ops);
 	ep->ops = NULL;
 }
 
