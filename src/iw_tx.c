@@ -572,10 +572,30 @@ static void iw_tx_batch_add(struct iw_qp *qp, int frame)
 	}
 }
 
+/* Sends and Writes complete once written; Reads, atomics and
+ * Immediate Data are numbered or completed otherwise. */
+static bool iw_wr_joinable(const struct iw_swqe *w, bool *tagged)
+{
+	switch (w->op) {
+	case IW_WR_SEND:
+	case IW_WR_SEND_SE:
+	case IW_WR_SEND_INV:
+	case IW_WR_SEND_SE_INV:
+		*tagged = false;
+		return true;
+	case IW_WR_WRITE:
+		*tagged = true;
+		return true;
+	default:
+		return false;
+	}
+}
+
 /*
- * The send-queue message just framed has ended: may the next one join
- * its batch? Only a Send or Write that is whole in one FPDU, with no
- * fence, and nothing that goes first (a control frame, Read Responses).
+ * The send-queue message just framed, a Send or Write, has ended: may
+ * the next one join its batch? Only a Send or Write that is whole in one
+ * FPDU, with no fence, and nothing that goes first (a control frame,
+ * Read Responses).
  */
 static bool iw_tx_joins(struct iw_qp *qp)
 {
@@ -585,22 +605,12 @@ static bool iw_tx_joins(struct iw_qp *qp)
 
 	if (!qp->txb || qp->tx_src != TX_SQ || !qp->tx_msg_end ||
 	    qp->sq_tx + 1 == qp->sq_tail || qp->irq_count ||
-	    qp->ctrl_off < qp->ctrl_len)
+	    qp->ctrl_off < qp->ctrl_len ||
+	    !iw_wr_joinable(iw_sq_at(qp, qp->sq_tx), &tagged))
 		return false;
 	w = iw_sq_at(qp, qp->sq_tx + 1);
-	switch (w->op) {
-	case IW_WR_SEND:
-	case IW_WR_SEND_SE:
-	case IW_WR_SEND_INV:
-	case IW_WR_SEND_SE_INV:
-		tagged = false;
-		break;
-	case IW_WR_WRITE:
-		tagged = true;
-		break;
-	default:
+	if (!iw_wr_joinable(w, &tagged))
 		return false;
-	}
 	if ((w->flags & IW_WR_FENCE) || w->sent ||
 	    w->len > iw_seg_room(qp, tagged))
 		return false;

@@ -3050,7 +3050,7 @@ static void test_tx_more(void)
  * Whole messages queued behind each other (IW_WR_MORE on all but the last
  * post) leave in one sendmsg: Sends and Writes join one batch in posting
  * order, and each completes once the batch is written, in order. A Read
- * ends a batch; what follows it goes in the next sendmsg. Counted, not
+ * joins no batch: it completes when its response is in. Counted, not
  * timed: posted one by one, the 16 messages took 16 sendmsg calls.
  */
 static void test_tx_join(void)
@@ -3122,8 +3122,14 @@ static void test_tx_join(void)
 		       check_wc(&p.a, sctx[0], IW_WC_SEND, LEN, 0, 0),
 	       "tx join: completions on both sides come once each, in "
 	       "posting order, successful, with their lengths");
-	/* a Send, a Read, a Send: the Read ends the batch */
+	/* a Read, then two Sends: the Read leaves alone, the Sends together;
+	 * the Read completes when its data is in, the Sends in their own
+	 * receives */
 	iw_qp_stats(p.a.qp, &s0);
+	eu_fill(rb.addr, sizeof(rsink), 77);
+	memset(rsink, 0, sizeof(rsink));
+	memset(dst, 0, 2 * LEN);
+	rc = post_read(&p.a, rd_ctx, &rsg, &rb, 0, IW_WR_MORE);
 	for (i = 0; i < 2 && !rc; i++) {
 		struct iw_sge sg = { .addr = src[i], .len = LEN };
 
@@ -3133,19 +3139,22 @@ static void test_tx_join(void)
 		if (!rc)
 			rc = post_send(&p.a, sctx[i], &sg, 1,
 				       i ? 0 : IW_WR_MORE);
-		if (!rc && !i)
-			rc = post_read(&p.a, rd_ctx, &rsg, &rb, 0,
-				       IW_WR_MORE);
 	}
 	iw_qp_stats(p.a.qp, &s1);
 	sctx[2] = rd_ctx;
 	ok = !rc && wait_list(&p, &p.a, sctx, 3, 10000) &&
 	     wait_list(&p, &p.b, rctx, 2, 10000);
 	report(ok && s1.tx_calls - s0.tx_calls == 2 &&
+		       check_once(&p.a, sctx, 3, IW_WC_SUCCESS) &&
 		       check_wc(&p.a, rd_ctx, IW_WC_READ, sizeof(rsink), 0,
-				0),
-	       "tx join: a Read ends the batch (a Send, a Read, a Send: %llu "
-	       "sendmsg), all three complete",
+				0) &&
+		       !memcmp(rsink, rb.addr, sizeof(rsink)) &&
+		       check_order(&p.b, rctx, 2) &&
+		       !memcmp(dst[0], src[0], LEN) &&
+		       !memcmp(dst[1], src[1], LEN),
+	       "tx join: a Read leaves alone and completes with its data, "
+	       "the two Sends behind it leave together into their own "
+	       "receives (%llu sendmsg)",
 	       (unsigned long long)(s1.tx_calls - s0.tx_calls));
 out:
 	if (wb.addr)

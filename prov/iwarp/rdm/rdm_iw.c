@@ -279,21 +279,14 @@ static int rdm_iw_post(struct iwarp_rdm_xconn *c, struct iw_send_wr *wr)
 }
 
 /*
- * The application's second and later messages to a peer with no progress
- * call between them wait, up to RDM_IW_HOLD octets, and leave together in
- * one sendmsg (a loopback sendmsg costs about as much as copying 16 KiB);
- * the first of a burst goes at once, so a ping-pong waits for nothing.
- * The next progress call, or the post that fills the hold, sends them.
+ * A burst: posts to one peer with no progress call between them. The
+ * first RDM_IW_BURST_FREE leave at once, as every post did before (an
+ * application may post a few and then compute); later ones wait, up to
+ * RDM_IW_HOLD octets, and leave together in one sendmsg (a loopback
+ * sendmsg costs about as much as copying 16 KiB, and osu_bw posts 64
+ * before it waits). The next progress call, or the post that fills the
+ * hold, sends them.
  */
-static size_t rdm_iw_iov_len(const struct iovec *iov, size_t count)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < count; i++)
-		n += iov[i].iov_len;
-	return n;
-}
-
 static void rdm_iw_burst(struct iwarp_rdm_xconn *c, struct iw_send_wr *wr,
 			 size_t len)
 {
@@ -302,13 +295,18 @@ static void rdm_iw_burst(struct iwarp_rdm_xconn *c, struct iw_send_wr *wr,
 
 	if (fab->in_progress)
 		return;		/* our own answers: the pass sends them */
-	if (c->post_tick == tick && c->post_held + len < RDM_IW_HOLD) {
+	if (c->post_tick != tick) {
+		c->post_tick = tick;
+		c->post_run = 0;
+		c->post_held = 0;
+	}
+	if (++c->post_run > RDM_IW_BURST_FREE &&
+	    c->post_held + len < RDM_IW_HOLD) {
 		wr->flags |= IW_WR_MORE;
 		c->post_held += len;
 	} else {
 		c->post_held = 0;
 	}
-	c->post_tick = tick;
 }
 
 /* Appends iov to wr's gather list sge, leaving out empty entries if
@@ -324,6 +322,15 @@ static void rdm_iw_sgl(struct iw_send_wr *wr, struct iw_sge *sge,
 		sge[wr->num_sge].addr = iov[i].iov_base;
 		sge[wr->num_sge++].len = (uint32_t)iov[i].iov_len;
 	}
+}
+
+static size_t rdm_iw_iov_len(const struct iovec *iov, size_t count)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < count; i++)
+		n += iov[i].iov_len;
+	return n;
 }
 
 static int rdm_iw_post_msg(struct iwarp_rdm_xconn *c, void *ctx,

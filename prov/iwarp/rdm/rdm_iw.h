@@ -29,7 +29,9 @@
 #define IWARP_RDM_CONNECT_TRIES 5
 /* after losing a collision: the winner's connection should come by then */
 #define IWARP_RDM_COLLISION_WAIT_MS 200
-/* octets of a burst's messages held back for one sendmsg (rdm_iw_burst) */
+/* a burst's messages that leave at once, then octets of the later ones
+ * held back for one sendmsg (rdm_iw_burst) */
+#define RDM_IW_BURST_FREE 4
 #define RDM_IW_HOLD (64u << 10)
 /* private data: the auth block (with a key), then the RDM data */
 #define IWARP_RDM_PD_MAX (IWARP_AUTH_REPLY_LEN + IWARP_RDM_PD_LEN)
@@ -81,6 +83,7 @@ struct iwarp_rdm_xconn {
 	/* a burst of posts between two progress calls: the fabric's call
 	 * count at the last post, and the octets held back since */
 	unsigned int post_tick;
+	unsigned int post_run;		/* posts since */
 	size_t post_held;
 	/* job keys: slots of connections still proving it */
 	unsigned int gated;		/* slots waiting for a proof: 0 fast */
