@@ -17,7 +17,7 @@
  *   the caller's context;
  * - messages posted back to back arrive intact and in order; over TCP
  *   the first four leave at once and those behind them leave together,
- *   at the next progress call or once 64 KiB wait (TCP segments counted).
+ *   at the next progress call or once 256 KiB wait (TCP segments counted).
  *
  * Needs FI_PROVIDER_PATH pointing at the directory of libiwarp-fi.so.
  */
@@ -514,13 +514,13 @@ static bool burst_reap(struct rep *a, struct rep *b, const char *out,
  * A burst: sends posted back to back with no progress call between
  * them. Over TCP the first four leave at once (an application may post
  * a few and then compute without progress); those behind them wait for
- * the next progress call, or until 64 KiB wait, and leave in one
+ * the next progress call, or until 256 KiB wait, and leave in one
  * sendmsg. Loopback sends a segment per sendmsg here, so segments count
  * sendmsg calls.
  */
 static void test_burst(void)
 {
-	enum { N = 16, SMALL = 1000, BIG = 16384, NBIG = 8, FREE = 4 };
+	enum { N = 16, SMALL = 1000, BIG = 16384, NBIG = 24, FREE = 4 };
 	static char out[NBIG * BIG], in[NBIG * BIG];
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;

@@ -32,7 +32,7 @@
 /* a burst's messages that leave at once, then octets of the later ones
  * held back for one sendmsg (rdm_iw_burst) */
 #define RDM_IW_BURST_FREE 4
-#define RDM_IW_HOLD (64u << 10)
+#define RDM_IW_HOLD (256u << 10)
 /* private data: the auth block (with a key), then the RDM data */
 #define IWARP_RDM_PD_MAX (IWARP_AUTH_REPLY_LEN + IWARP_RDM_PD_LEN)
 
