@@ -66,10 +66,8 @@ static size_t iw_sq_bytes(uint32_t size)
  * before it is read, and both queues restart at slot 0 whenever they
  * empty, so only pages as deep as a queue ever got are touched, as with
  * the anonymous mappings they once were, without an mmap call and a VMA
- * per queue.
+ * per queue. The send queue and its inline buffers are one block.
  */
-
-/* The send queue and its inline buffers, in one block. */
 static int iw_sq_alloc(struct iw_qp *qp)
 {
 	qp->sq = malloc(iw_sq_bytes(qp->sq_size));

@@ -503,6 +503,20 @@ static bool iw_tx_build(struct iw_qp *qp)
 	return false;
 }
 
+/* The send-queue message just framed has ended: the next may start.
+ * Sends and Immediate Data take an MSN; Writes, Reads and atomics do not
+ * (a Read's or atomic's Request is numbered on its own queue). */
+static struct iw_swqe *iw_tx_sq_ended(struct iw_qp *qp)
+{
+	struct iw_swqe *w = iw_sq_at(qp, qp->sq_tx++);
+
+	qp->tx_sq_busy = false;
+	if (w->op != IW_WR_WRITE && w->op != IW_WR_READ &&
+	    !iw_wr_atomic(w->op))
+		qp->sq_msn++;
+	return w;
+}
+
 static void iw_tx_fpdu_done(struct iw_qp *qp)
 {
 	switch (qp->tx_src) {
@@ -526,16 +540,13 @@ static void iw_tx_fpdu_done(struct iw_qp *qp)
 		break;
 	}
 	case TX_SQ: {
-		struct iw_swqe *w = iw_sq_at(qp, qp->sq_tx);
+		struct iw_swqe *w;
 
 		if (!qp->tx_msg_end)
 			break;
-		qp->tx_sq_busy = false;
-		qp->sq_tx++;
+		w = iw_tx_sq_ended(qp);
 		if (w->op == IW_WR_READ || iw_wr_atomic(w->op))
 			break;	/* done when the response arrives */
-		if (w->op != IW_WR_WRITE)
-			qp->sq_msn++;
 		w->done = true;
 		w->status = IW_WC_SUCCESS;
 		iw_qp_sq_complete_ready(qp);
@@ -620,16 +631,11 @@ static bool iw_tx_joins(struct iw_qp *qp)
 	       qp->txb->flat_len + fpdu <= IW_TX_BATCH_FLAT;
 }
 
-/* The message ahead of a joining one ends as in iw_tx_fpdu_done, but
+/* The message ahead of a joining one ends (iw_tx_sq_ended), but
  * completes only once the whole batch is written. */
 static void iw_tx_join(struct iw_qp *qp)
 {
-	const struct iw_swqe *w = iw_sq_at(qp, qp->sq_tx);
-
-	qp->tx_sq_busy = false;
-	qp->sq_tx++;
-	if (w->op != IW_WR_WRITE)
-		qp->sq_msn++;
+	iw_tx_sq_ended(qp);
 	qp->tx_joined++;
 	qp->tx_joining = true;
 	iw_tx_build_sq(qp);

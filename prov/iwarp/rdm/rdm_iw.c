@@ -310,26 +310,20 @@ static void rdm_iw_burst(struct iwarp_rdm_xconn *c, struct iw_send_wr *wr,
 }
 
 /* Appends iov to wr's gather list sge, leaving out empty entries if
- * asked. */
-static void rdm_iw_sgl(struct iw_send_wr *wr, struct iw_sge *sge,
-		       const struct iovec *iov, size_t count, bool skip_empty)
+ * asked; the octets appended. */
+static size_t rdm_iw_sgl(struct iw_send_wr *wr, struct iw_sge *sge,
+			 const struct iovec *iov, size_t count,
+			 bool skip_empty)
 {
-	size_t i;
+	size_t i, n = 0;
 
 	for (i = 0; i < count; i++) {
 		if (skip_empty && !iov[i].iov_len)
 			continue;
 		sge[wr->num_sge].addr = iov[i].iov_base;
 		sge[wr->num_sge++].len = (uint32_t)iov[i].iov_len;
-	}
-}
-
-static size_t rdm_iw_iov_len(const struct iovec *iov, size_t count)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < count; i++)
 		n += iov[i].iov_len;
+	}
 	return n;
 }
 
@@ -345,11 +339,12 @@ static int rdm_iw_post_msg(struct iwarp_rdm_xconn *c, void *ctx,
 		.sgl = sge,
 		.num_sge = 1,
 	};
+	size_t len;
 
 	sge[0].addr = (void *)hdr;
 	sge[0].len = (uint32_t)hdr_len;
-	rdm_iw_sgl(&wr, sge, iov, count, false);
-	rdm_iw_burst(c, &wr, hdr_len + rdm_iw_iov_len(iov, count));
+	len = hdr_len + rdm_iw_sgl(&wr, sge, iov, count, false);
+	rdm_iw_burst(c, &wr, len);
 	return rdm_iw_post(c, &wr);
 }
 
