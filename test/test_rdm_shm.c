@@ -19,6 +19,11 @@
  * - 500 fetching atomics back to back, each waited for, against a target
  *   that never calls libfabric (its progress thread alone answers them):
  *   every one completes, in order, with the value before it;
+ * - both processes on one core under SCHED_FIFO, each spinning on
+ *   fi_cq_read for 256 KiB rendezvous messages that only the other's
+ *   progress completes, over shared memory and over TCP: all 20 complete
+ *   (the provider yields after a run of empty reads; needs the right to
+ *   SCHED_FIFO, else skipped);
  * - /dev/shm too small for a segment (a private tmpfs of 64 KiB; needs
  *   CAP_SYS_ADMIN, else skipped): a warning, and both stay on TCP;
  * - no segment of any of these processes is left in /dev/shm.
@@ -67,6 +72,7 @@ static struct board *bd;
 static int vbase;			/* this case's first verdict */
 static uint64_t caps = FI_TAGGED;	/* FI_ATOMIC in the atomics case */
 static enum fi_wait_obj cq_wait = FI_WAIT_NONE;	/* FD: the sleep case */
+static double reap_secs = 30;		/* how long exchange() waits */
 
 struct ep {
 	struct fi_info *info;
@@ -206,7 +212,7 @@ static bool exchange(struct ep *e, size_t len, uint64_t tag, int me)
 		     !fi_tsend(e->ep, out, len, NULL, e->peer, tag, out);
 	}
 	for (i = 0; ok && i < 2; i++) {
-		r = reap(e, 30, &err, &ctx);
+		r = reap(e, reap_secs, &err, &ctx);
 		ok = r == 1 && (ctx == in || ctx == out);
 		got += ok;
 	}
@@ -507,6 +513,53 @@ static void case_sleep(struct ep *e, int me)
 }
 
 /*
+ * Both processes on one processor under SCHED_FIFO, where a process
+ * gives the processor up only by blocking or yielding: each spins on
+ * fi_cq_read for rendezvous messages that only the other's progress can
+ * complete (Open MPI's blocking send spins on its CQ alone like this).
+ * Without the provider yielding after a run of empty reads, the first
+ * to spin keeps the processor and both time out.
+ */
+#define CORE_MSGS 20
+#define CORE_LEN (256u << 10)
+
+static int core_pin(void)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+	cpu_set_t set;
+	int cpu = 0;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -errno;
+	while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &set))
+		cpu++;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) ||
+	    sched_setscheduler(0, SCHED_FIFO, &sp))
+		return -errno;
+	return 0;
+}
+
+static void case_core(struct ep *e, int me, bool tcp)
+{
+	int ret = core_pin(), i = 0;
+	bool ok = !ret;
+
+	/* both pinned before either spins (the wait sleeps) */
+	bd->step[me] = 1;
+	ok = wait_step(!me, 1, 20) && ok;
+	reap_secs = 10;
+	while (ok && i < CORE_MSGS && exchange(e, CORE_LEN, 20 + i, me))
+		i++;
+	verdict(me, ok && i == CORE_MSGS && (tcp || shm_mapped() == 2),
+		"one core, SCHED_FIFO, %s: %s completed %d of %d exchanges of "
+		"256 KiB (rendezvous) spinning on fi_cq_read (pin: %s)",
+		tcp ? "TCP" : "shared memory", me ? "B" : "A", i, CORE_MSGS,
+		strerror(-ret));
+}
+
+/*
  * Many fetching atomics back to back, one at a time: A waits for each;
  * B never calls into libfabric, so only its progress thread serves them.
  */
@@ -556,7 +609,7 @@ static void case_atomic(struct ep *e, int me)
 /* ---- the parent */
 
 enum { C_DATA, C_OFF, C_KILL, C_SCRIBBLE, C_FRAMES, C_FULL, C_ATOMIC,
-       C_SLEEP };
+       C_SLEEP, C_CORE, C_CORE_TCP };
 
 static void child(int which, int me, pid_t a)
 {
@@ -564,7 +617,7 @@ static void child(int which, int me, pid_t a)
 	int ret;
 
 	memset(&e, 0, sizeof(e));
-	if (which == C_OFF && me)
+	if ((which == C_OFF && me) || which == C_CORE_TCP)
 		setenv("FI_IWARP_SHM", "0", 1);
 	if (which == C_ATOMIC)
 		caps = FI_TAGGED | FI_ATOMIC;
@@ -584,6 +637,8 @@ static void child(int which, int me, pid_t a)
 	case C_FULL: case_full(&e, me); break;
 	case C_ATOMIC: case_atomic(&e, me); break;
 	case C_SLEEP: case_sleep(&e, me); break;
+	case C_CORE: case_core(&e, me, false); break;
+	case C_CORE_TCP: case_core(&e, me, true); break;
 	}
 	bd->step[me] = 100;
 	wait_step(!me, 100, 30);	/* the peer may still need us */
@@ -652,6 +707,21 @@ static int left_in_dev_shm(void)
 	return n;
 }
 
+/* Needs the right to SCHED_FIFO (root, CAP_SYS_NICE). */
+static void run_cores(void)
+{
+	struct sched_param fifo = { .sched_priority = 1 }, other = { 0 };
+
+	if (sched_setscheduler(0, SCHED_FIFO, &fifo)) {
+		tap_skip_n(8, "one core, SCHED_FIFO: not permitted (%s)",
+			   strerror(errno));
+		return;
+	}
+	sched_setscheduler(0, SCHED_OTHER, &other);
+	run_case(C_CORE, 2, "one core, shared memory");
+	run_case(C_CORE_TCP, 2, "one core, TCP");
+}
+
 /* Last: this process moves to a mount namespace of its own with a
  * 64 KiB /dev/shm, too small for a segment. */
 static void run_full(void)
@@ -679,6 +749,7 @@ int main(void)
 	run_case(C_FRAMES, 3, "forged slots");
 	run_case(C_ATOMIC, 2, "atomics");
 	run_case(C_SLEEP, 2, "sleep");
+	run_cores();
 	tap_ok(left_in_dev_shm() == 0, "nothing of these %d processes is "
 	       "left in /dev/shm", npids);
 	run_full();

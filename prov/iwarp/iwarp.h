@@ -98,9 +98,11 @@ struct iwarp_params {
 	char *hwloc_xml;	/* NULL: the live topology */
 	int shm;		/* same-host RDM peers over shared memory */
 	int spin_us;		/* a blocking wait polls this long first */
+	int idle_yield;		/* empty CQ reads in a row before yielding */
 };
 
 #define IWARP_SPIN_US_DEFAULT 100
+#define IWARP_IDLE_YIELD_DEFAULT 256
 
 #define IWARP_RDM_PROBE_MS_DEFAULT 2000
 
@@ -422,6 +424,7 @@ struct iwarp_cq {
 	bool signaled;
 	bool threshold;			/* FI_CQ_COND_THRESHOLD */
 	atomic_bool just_emptied;	/* see iwarp_cq_readfrom */
+	unsigned int idle_reads;	/* empty reads in a row (lock held) */
 	atomic_int ref;			/* bound endpoints */
 };
 

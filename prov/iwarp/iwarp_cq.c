@@ -13,6 +13,7 @@
 #include "iwarp.h"
 
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 
 /*
@@ -188,6 +189,7 @@ static ssize_t iwarp_cq_readfrom(struct fid_cq *cq_fid, void *buf,
 				 size_t count, fi_addr_t *src_addr)
 {
 	struct iwarp_cq *cq = iwarp_cq_of(&cq_fid->fid);
+	unsigned int idle;
 	ssize_t ret;
 
 	/*
@@ -209,7 +211,17 @@ static ssize_t iwarp_cq_readfrom(struct fid_cq *cq_fid, void *buf,
 	atomic_store_explicit(&cq->just_emptied,
 			      ret > 0 && !cq->count && !cq->ecount,
 			      memory_order_relaxed);
+	idle = ret == -FI_EAGAIN ? ++cq->idle_reads : (cq->idle_reads = 0);
 	iwarp_unlock(cq->fab);
+	/*
+	 * A caller that spins on us alone for long (Open MPI's blocking
+	 * send waits for its completion without ever yielding) keeps a
+	 * peer that shares its core, the very one whose progress it waits
+	 * for, off the processor for a whole time slice.
+	 */
+	if (iwarp_params.idle_yield &&
+	    idle >= (unsigned int)iwarp_params.idle_yield && !(idle % 16))
+		sched_yield();
 	return ret;
 }
 

@@ -22,6 +22,7 @@ struct iwarp_params iwarp_params = {
 	.bind_progress = 1,
 	.shm = 1,
 	.spin_us = IWARP_SPIN_US_DEFAULT,
+	.idle_yield = IWARP_IDLE_YIELD_DEFAULT,
 };
 
 static void iwarp_params_define(void)
@@ -94,6 +95,12 @@ static void iwarp_params_define_conn(void)
 			"fi_cntr_wait, fi_eq_sread, fi_wait) keeps polling "
 			"before it sleeps: what arrives sooner costs neither "
 			"side a wakeup; 0..10000 (default: 100)");
+	fi_param_define(&iwarp_prov, "idle_yield", FI_PARAM_INT,
+			"Empty fi_cq_read calls in a row after which every "
+			"16th empty one yields the processor (sched_yield): "
+			"a caller spinning on a CQ, such as Open MPI's "
+			"blocking send, lets a peer that shares its core run; "
+			"0 never yields (default: 256)");
 	fi_param_define(&iwarp_prov, "rdm_probe_ms", FI_PARAM_INT,
 			"Milliseconds an RDM endpoint waits for a live peer "
 			"connection to answer a probe before a request "
@@ -265,6 +272,8 @@ static int iwarp_params_read(void)
 			  &iwarp_params.rdm_probe_ms);
 	iwarp_param_range("spin_us", "FI_IWARP_SPIN_US", 0, 10000,
 			  &iwarp_params.spin_us);
+	iwarp_param_range("idle_yield", "FI_IWARP_IDLE_YIELD", 0, 1000000,
+			  &iwarp_params.idle_yield);
 	return 0;
 }
 
@@ -332,6 +341,7 @@ void iwarp_params_fini(void)
 	iwarp_params.hwloc_xml = NULL;
 	iwarp_params.shm = 1;
 	iwarp_params.spin_us = IWARP_SPIN_US_DEFAULT;
+	iwarp_params.idle_yield = IWARP_IDLE_YIELD_DEFAULT;
 }
 
 void iwarp_engine_log(void *arg, int level, const char *msg)
