@@ -23,6 +23,15 @@
  * peer, the mean over the ranks:
  *	RESULT allpairs N us cpu-us-per-rank
  *	RESULT peermem N KiB-per-peer 0
+ *
+ *	mpirun -np N mpi_bench allreduce|alltoall [SIZES]  (default 8,64k,256k)
+ *
+ * allreduce (osu_allreduce): MPI_Allreduce (MPI_SUM) of SIZE MPI_CHAR,
+ * OSU's default type, which also picks Open MPI's algorithm by count;
+ * alltoall (osu_alltoall): MPI_Alltoall of SIZE MPI_CHAR per pair. As OSU
+ * times it: each call alone, a barrier between calls, each rank's mean and
+ * then the mean over the ranks; the CPU time per call (barrier included)
+ * summed over the ranks. After the loop one more call's result is checked on every rank.
  */
 #include <mpi.h>
 #include <unistd.h>
@@ -201,6 +210,87 @@ static void allpairs(int rank, int nranks)
 	free(r);
 }
 
+#define COLL_WARM 20
+
+/* One collective call of n octets per rank (per pair for alltoall). */
+static void coll_call(int alltoall, char *s, char *r, size_t n)
+{
+	if (alltoall)
+		MPI_Alltoall(s, (int)n, MPI_CHAR, r, (int)n, MPI_CHAR,
+			     MPI_COMM_WORLD);
+	else
+		MPI_Allreduce(s, r, (int)n, MPI_CHAR, MPI_SUM, MPI_COMM_WORLD);
+}
+
+/* The last call's result: each peer's block of octets (peer * 7 + rank +
+ * i) mod 256, or sums of small values (rank + i) % 8, which stay below
+ * what a char holds (Open MPI's sum of MPI_CHAR saturates). */
+static void coll_check(int alltoall, int rank, int nranks, char *s, char *r,
+		       size_t n)
+{
+	size_t i, p, np = alltoall ? (size_t)nranks : 1, bad = 0;
+	unsigned int want;
+	int q;
+
+	for (p = 0; p < np; p++)
+		for (i = 0; i < n; i++)
+			s[p * n + i] = (char)(alltoall ?
+				((size_t)rank * 7 + p + i) & 0xff :
+				((size_t)rank + i) % 8);
+	memset(r, 0, n * np);
+	coll_call(alltoall, s, r, n);
+	for (p = 0; p < np; p++)
+		for (i = 0; i < n; i++) {
+			want = (unsigned int)((p * 7 + (size_t)rank + i) &
+					      0xff);
+			if (!alltoall)
+				for (want = 0, q = 0; q < nranks; q++)
+					want += (unsigned int)
+						(((size_t)q + i) % 8);
+			bad += (unsigned char)r[p * n + i] != want;
+		}
+	if (bad) {
+		fprintf(stderr, "mpi_bench: %s of %zu corrupted\n",
+			alltoall ? "alltoall" : "allreduce", n);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+}
+
+static void coll(int alltoall, int rank, int nranks, size_t n)
+{
+	size_t len = alltoall ? n * (size_t)nranks : n;
+	char *s = malloc(len), *r = malloc(len);
+	long it = bench_iters(n * (size_t)nranks, 100, 20000, 300000), i;
+	double t0 = 0, v[2];
+
+	if (!s || !r || !n)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	memset(s, 1, len);
+	v[0] = v[1] = 0;
+	for (i = -COLL_WARM; i < it; i++) {
+		if (i == 0)
+			v[1] = bench_cpu();
+		t0 = MPI_Wtime();
+		coll_call(alltoall, s, r, n);
+		if (i >= 0)
+			v[0] += MPI_Wtime() - t0;
+		MPI_Barrier(MPI_COMM_WORLD);
+	}
+	v[0] *= 1e6 / (double)it;
+	v[1] = bench_cpu() - v[1];
+	coll_check(alltoall, rank, nranks, s, r, n);
+	MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_SUM,
+		      MPI_COMM_WORLD);
+	if (rank == 0) {
+		printf("RESULT %s %zu %.3f %.3f\n",
+		       alltoall ? "alltoall" : "allreduce", n, v[0] / nranks,
+		       v[1] / (double)it);
+		fflush(stdout);
+	}
+	free(s);
+	free(r);
+}
+
 enum mode { LAT, BW, BIBW, NMODES };
 
 static const char *const mode_names[NMODES] = { "lat", "bw", "bibw" };
@@ -258,6 +348,15 @@ int main(int argc, char **argv)
 		MPI_Finalize();
 		return 0;
 	}
+	if (argc > 1 && (!strcmp(argv[1], "allreduce") ||
+			 !strcmp(argv[1], "alltoall")) && nranks > 1) {
+		nsizes = bench_parse_sizes(argc > 2 ? argv[2] : "8,64k,256k",
+					   sizes);
+		for (s = 0; s < nsizes; s++)
+			coll(argv[1][3] == 't', rank, nranks, sizes[s]);
+		MPI_Finalize();
+		return 0;
+	}
 	mode = mode_of(argc > 1 ? argv[1] : "lat");
 	nsizes = bench_parse_sizes(argc > 2 ? argv[2] :
 				   "0,1,8,64,512,4k,64k,256k,1m,4m", sizes);
@@ -265,7 +364,7 @@ int main(int argc, char **argv)
 		if (!rank)
 			fprintf(stderr, "usage: mpirun -np 2 mpi_bench "
 				"lat|bw|bibw [SIZES] | mpirun -np N mpi_bench "
-				"allpairs\n");
+				"allpairs|allreduce|alltoall [SIZES]\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 	for (s = 0; s < nsizes; s++)
