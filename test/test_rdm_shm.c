@@ -345,7 +345,7 @@ static void drive(struct ep *e, double secs)
 #define SEG_TAIL 128
 #define SEG_SLOTS 256
 #define SLOT 8192
-#define NSLOT 32
+#define NSLOT 48
 
 /* B publishes n slots of random bytes, with types of the transport and
  * random lengths, in A's ring as its producer would. A consumed all

@@ -65,7 +65,7 @@
 
 #include "iwarp/wire.h"
 
-#define SHM_SLOTS 32
+#define SHM_SLOTS 48
 #define SHM_SLOT 8192
 #define SHM_SLOT_DATA (SHM_SLOT - 16)
 #define SHM_HDR 256
