@@ -1170,6 +1170,12 @@ static struct shm_slot *shm_rx_next(struct shm_conn *c, int order)
 	return NULL;
 }
 
+/*
+ * What we queued goes out between the slots we consume: a slot consumed
+ * may be a rendezvous offer we copy out of the peer's memory at once, and
+ * a ring full of them holds us for a long time, while the peer, done
+ * with its own, waits for the offers still in our queue.
+ */
 static void shm_rx_consume(struct shm_conn *c)
 {
 	unsigned int budget = SHM_RX_BUDGET;
@@ -1184,6 +1190,8 @@ static void shm_rx_consume(struct shm_conn *c)
 			return;
 		__atomic_store_n(&c->rx_seg->tail, ++c->rx_tail,
 				 __ATOMIC_RELEASE);
+		if (!iwarp_list_empty(&c->txq))
+			shm_tx_flush(c);
 	}
 }
 
