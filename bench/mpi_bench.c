@@ -31,7 +31,8 @@
  * alltoall (osu_alltoall): MPI_Alltoall of SIZE MPI_CHAR per pair. As OSU
  * times it: each call alone, a barrier between calls, each rank's mean and
  * then the mean over the ranks; the CPU time per call (barrier included)
- * summed over the ranks. After the loop one more call's result is checked on every rank.
+ * summed over the ranks. After the loop one more call's result is checked
+ * on every rank.
  */
 #include <mpi.h>
 #include <unistd.h>
@@ -241,9 +242,10 @@ static void coll_check(int alltoall, int rank, int nranks, char *s, char *r,
 	coll_call(alltoall, s, r, n);
 	for (p = 0; p < np; p++)
 		for (i = 0; i < n; i++) {
-			want = (unsigned int)((p * 7 + (size_t)rank + i) &
-					      0xff);
-			if (!alltoall)
+			if (alltoall)
+				want = (unsigned int)((p * 7 + (size_t)rank +
+						       i) & 0xff);
+			else
 				for (want = 0, q = 0; q < nranks; q++)
 					want += (unsigned int)
 						(((size_t)q + i) % 8);
@@ -261,7 +263,7 @@ static void coll(int alltoall, int rank, int nranks, size_t n)
 	size_t len = alltoall ? n * (size_t)nranks : n;
 	char *s = malloc(len), *r = malloc(len);
 	long it = bench_iters(n * (size_t)nranks, 100, 20000, 300000), i;
-	double t0 = 0, v[2];
+	double t0, v[2];
 
 	if (!s || !r || !n)
 		MPI_Abort(MPI_COMM_WORLD, 1);
@@ -350,10 +352,12 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && (!strcmp(argv[1], "allreduce") ||
 			 !strcmp(argv[1], "alltoall")) && nranks > 1) {
+		int alltoall = !strcmp(argv[1], "alltoall");
+
 		nsizes = bench_parse_sizes(argc > 2 ? argv[2] : "8,64k,256k",
 					   sizes);
 		for (s = 0; s < nsizes; s++)
-			coll(argv[1][3] == 't', rank, nranks, sizes[s]);
+			coll(alltoall, rank, nranks, sizes[s]);
 		MPI_Finalize();
 		return 0;
 	}

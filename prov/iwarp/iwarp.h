@@ -103,6 +103,7 @@ struct iwarp_params {
 
 #define IWARP_SPIN_US_DEFAULT 100
 #define IWARP_IDLE_YIELD_DEFAULT 256
+#define IWARP_IDLE_YIELD_EVERY 16	/* then one empty read in so many */
 
 #define IWARP_RDM_PROBE_MS_DEFAULT 2000
 

@@ -220,7 +220,8 @@ static ssize_t iwarp_cq_readfrom(struct fid_cq *cq_fid, void *buf,
 	 * for, off the processor for a whole time slice.
 	 */
 	if (iwarp_params.idle_yield &&
-	    idle >= (unsigned int)iwarp_params.idle_yield && !(idle % 16))
+	    idle >= (unsigned int)iwarp_params.idle_yield &&
+	    !(idle % IWARP_IDLE_YIELD_EVERY))
 		sched_yield();
 	return ret;
 }
