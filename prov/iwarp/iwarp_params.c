@@ -17,6 +17,7 @@ struct iwarp_params iwarp_params = {
 	.rdm_unexp_max = IWARP_RDM_UNEXP_MAX_DEFAULT,
 	.rfc7306 = 1,
 	.rdm_eager = IWARP_RDM_EAGER_DEFAULT,
+	.rdm_eager_idle = IWARP_RDM_EAGER_IDLE_DEFAULT,
 	.mpa_rev = 2,
 	.rdm_probe_ms = IWARP_RDM_PROBE_MS_DEFAULT,
 	.bind_progress = 1,
@@ -45,6 +46,13 @@ static void iwarp_params_define(void)
 			"Largest RDM message sent eagerly, in one trip, "
 			"rather than by rendezvous (an RDMA Read of the "
 			"sender's buffer); at most 262144 (default: 65536)");
+	fi_param_define(&iwarp_prov, "rdm_eager_idle", FI_PARAM_SIZE_T,
+			"Largest RDM message sent eagerly to a peer reached "
+			"over TCP that has no message of ours outstanding "
+			"(a ping-pong): the payload follows the header at "
+			"once instead of waiting a round trip for the Read. "
+			"A stream of messages still goes by rendezvous; at "
+			"most 262144, 0: off (default: 262144)");
 	fi_param_define(&iwarp_prov, "crc", FI_PARAM_BOOL,
 			"Ask every peer for the MPA CRC32c (RFC 5044); "
 			"otherwise it is used only when the peer asks "
@@ -241,6 +249,10 @@ static int iwarp_params_read(void)
 	fi_param_get_size_t(&iwarp_prov, "rdm_eager", &iwarp_params.rdm_eager);
 	if (iwarp_params.rdm_eager > IWARP_RDM_EAGER_MAX)
 		iwarp_params.rdm_eager = IWARP_RDM_EAGER_MAX;
+	fi_param_get_size_t(&iwarp_prov, "rdm_eager_idle",
+			    &iwarp_params.rdm_eager_idle);
+	if (iwarp_params.rdm_eager_idle > IWARP_RDM_EAGER_MAX)
+		iwarp_params.rdm_eager_idle = IWARP_RDM_EAGER_MAX;
 	if (!fi_param_get_bool(&iwarp_prov, "crc", &allow))
 		iwarp_params.crc = allow;
 	if (!fi_param_get_bool(&iwarp_prov, "rfc7306", &allow))

@@ -11,9 +11,12 @@
 #include <rdma/fi_collective.h>
 
 /* An EAGER may carry up to IWARP_RDM_EAGER_MAX octets (what a receiver
- * accepts); a sender uses it up to FI_IWARP_RDM_EAGER (default below). */
+ * accepts); a sender uses it up to FI_IWARP_RDM_EAGER (default below),
+ * and up to FI_IWARP_RDM_EAGER_IDLE for a peer over TCP that has nothing
+ * of ours outstanding. */
 #define IWARP_RDM_EAGER_MAX 262144
 #define IWARP_RDM_EAGER_DEFAULT 65536
+#define IWARP_RDM_EAGER_IDLE_DEFAULT IWARP_RDM_EAGER_MAX
 
 int iwarp_rdm_scalable_open(struct fid_domain *domain, struct fi_info *info,
 			    struct fid_ep **sep, void *context);

@@ -888,6 +888,12 @@ void iwarp_rdm_iw_quiet(struct iwarp_rdm_xconn *c, bool quiet)
 	c->poll.rare = quiet;
 }
 
+static bool rdm_iw_eager_idle(const struct iwarp_rdm_xconn *xc)
+{
+	(void)xc;
+	return true;
+}
+
 const struct iwarp_rdm_xport iwarp_rdm_iw_xport = {
 	.name = "iwarp",
 	.listen = rdm_iw_listen,
@@ -900,6 +906,7 @@ const struct iwarp_rdm_xport iwarp_rdm_iw_xport = {
 	.post_atomic = rdm_iw_post_atomic,
 	.atomics = rdm_iw_atomics,
 	.window = rdm_iw_window,
+	.eager_idle = rdm_iw_eager_idle,
 };
 
 /* ==== the guard: job keys and restart claims */

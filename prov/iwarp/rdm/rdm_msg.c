@@ -766,15 +766,36 @@ static uint8_t iwarp_rdm_rxc_flags(const struct iwarp_rdm_ep *ep,
 	return (uint8_t)((dest >> (64 - bits)) << IWARP_RDM_RXC_SHIFT);
 }
 
+/*
+ * A large message goes eagerly all the same to a peer that has nothing
+ * of ours outstanding: every credit back (every message matched or
+ * stored), nothing queued, no rendezvous waiting for its FIN. That is a
+ * ping-pong, where the Read's round trip is the cost; a stream (osu_bw's
+ * window) sees credits out from its second message on and keeps the
+ * rendezvous, which lets the receiver pace it.
+ */
+static bool iwarp_rdm_eager_idle(const struct iwarp_rdm_peer *peer,
+				 size_t len, uint64_t flags)
+{
+	return len <= iwarp_params.rdm_eager_idle &&
+	       !(flags & IWARP_RDM_DELIVERY) && peer->up &&
+	       peer->credits == peer->window &&
+	       iwarp_list_empty(&peer->pending) &&
+	       iwarp_list_empty(&peer->inflight) &&
+	       peer->xp->eager_idle(peer->xc);
+}
+
 /* Inject copies the payload; large or delivery-complete messages go
  * rendezvous: done when the receiver has them. */
 static int iwarp_rdm_send_prep(struct iwarp_rdm_ep *ep,
+			       struct iwarp_rdm_peer *peer,
 			       struct iwarp_rdm_tx *tx, uint64_t flags)
 {
 	if (flags & FI_INJECT)
 		return iwarp_rdm_tx_flatten(tx);
 	if (tx->len > iwarp_params.rdm_eager || (flags & IWARP_RDM_DELIVERY))
-		return iwarp_rdm_rndv(ep, tx);
+		return iwarp_rdm_eager_idle(peer, tx->len, flags) ?
+			       0 : iwarp_rdm_rndv(ep, tx);
 	return 0;
 }
 
@@ -821,7 +842,7 @@ ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 		return ep->base.enabled ? -FI_EINVAL : -FI_EOPBADSTATE;
 	}
 	tx->hdr.msg_id = ++ep->next_msg_id;
-	ret = iwarp_rdm_send_prep(ep, tx, flags & ~IWARP_INJECT_CALL);
+	ret = iwarp_rdm_send_prep(ep, peer, tx, flags & ~IWARP_INJECT_CALL);
 	if (ret) {
 		free(tx->copy);
 		iwarp_stash_put(&ep->tx_stash, tx);
@@ -853,7 +874,7 @@ int iwarp_rdm_isend(struct iwarp_rdm_ep *ep, fi_addr_t dest, const void *buf,
 	tx->coll = op;
 	tx->hdr.tag = tag;
 	tx->hdr.msg_id = ++ep->next_msg_id;
-	ret = iwarp_rdm_send_prep(ep, tx, 0);
+	ret = iwarp_rdm_send_prep(ep, peer, tx, 0);
 	if (ret) {
 		free(tx->copy);
 		iwarp_stash_put(&ep->tx_stash, tx);

@@ -1852,6 +1852,13 @@ static unsigned int shm_window(const struct iwarp_rdm_xconn *xc)
 	return iw->window(c->iw);
 }
 
+static bool shm_eager_idle(const struct iwarp_rdm_xconn *xc)
+{
+	const struct shm_conn *c = (const struct shm_conn *)(const void *)xc;
+
+	return c->mode == SHM_TCP && iw->eager_idle(c->iw);
+}
+
 const struct iwarp_rdm_xport iwarp_rdm_shm_xport = {
 	.name = "shm",
 	.listen = shm_listen,
@@ -1864,4 +1871,5 @@ const struct iwarp_rdm_xport iwarp_rdm_shm_xport = {
 	.post_atomic = shm_post_atomic,
 	.atomics = shm_atomics,
 	.window = shm_window,
+	.eager_idle = shm_eager_idle,
 };

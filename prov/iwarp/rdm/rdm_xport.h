@@ -130,6 +130,11 @@ struct iwarp_rdm_xport {
 	bool (*atomics)(const struct iwarp_rdm_xconn *xc);
 	/* The eager window (credits) both sides took, once connected. */
 	unsigned int (*window)(const struct iwarp_rdm_xconn *xc);
+	/* Whether a message above rdm_eager gains by going eagerly when the
+	 * peer is idle: over TCP its payload follows the header at once,
+	 * where a rendezvous waits a round trip for the Read; through a
+	 * ring of small slots it would only be copied twice. */
+	bool (*eager_idle)(const struct iwarp_rdm_xconn *xc);
 };
 
 extern const struct iwarp_rdm_xport iwarp_rdm_iw_xport;
