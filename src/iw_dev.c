@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -355,4 +356,28 @@ uint32_t iw_mr_rekey(struct iw_mr *mr)
 	while (mr->stag == old);
 	mr->valid = true;
 	return mr->stag;
+}
+
+/* glibc maps blocks this large anyway; below it the heap is cheaper */
+#define IW_MEM_MAP_MIN (128u << 10)
+
+void *iw_mem_alloc(size_t len)
+{
+	void *p;
+
+	if (len < IW_MEM_MAP_MIN)
+		return malloc(len);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void iw_mem_free(void *p, size_t len)
+{
+	if (!p)
+		return;
+	if (len < IW_MEM_MAP_MIN)
+		free(p);
+	else
+		munmap(p, len);
 }

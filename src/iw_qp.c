@@ -62,15 +62,14 @@ static size_t iw_sq_bytes(uint32_t size)
 }
 
 /*
- * The queues come from malloc, never cleared: a slot is written whole
- * before it is read, and both queues restart at slot 0 whenever they
- * empty, so only pages as deep as a queue ever got are touched, as with
- * the anonymous mappings they once were, without an mmap call and a VMA
- * per queue. The send queue and its inline buffers are one block.
+ * The queues are never cleared: a slot is written whole before it is
+ * read, and both queues restart at slot 0 whenever they empty, so only
+ * pages as deep as a queue ever got are touched. The send queue and its
+ * inline buffers are one block.
  */
 static int iw_sq_alloc(struct iw_qp *qp)
 {
-	qp->sq = malloc(iw_sq_bytes(qp->sq_size));
+	qp->sq = iw_mem_alloc(iw_sq_bytes(qp->sq_size));
 	if (!qp->sq)
 		return -ENOMEM;
 	qp->sq_inline = (uint8_t *)(qp->sq + qp->sq_size);
@@ -79,7 +78,7 @@ static int iw_sq_alloc(struct iw_qp *qp)
 
 static void iw_sq_free(struct iw_qp *qp)
 {
-	free(qp->sq);
+	iw_mem_free(qp->sq, iw_sq_bytes(qp->sq_size));
 	qp->sq = NULL;
 }
 

@@ -52,6 +52,16 @@ void iw_dev_set_log_max(struct iw_dev *dev, int level);
 uint64_t iw_dev_random(struct iw_dev *dev);
 /* Monotonic milliseconds, the engine's clock for deadlines. */
 uint64_t iw_now_ms(void);
+/*
+ * Memory for queues that are large and mostly untouched. Large blocks
+ * are anonymous mappings of their own: malloc would write a chunk header
+ * into a fresh page, a page fault (1-2 us in a VM) at every endpoint's
+ * fi_enable, on the path of every accepted connection; a mapping's pages
+ * appear only when the queue first reaches them. Not cleared below the
+ * threshold. iw_mem_free takes the size that was asked for.
+ */
+void *iw_mem_alloc(size_t len);
+void iw_mem_free(void *p, size_t len);
 
 /* ---- protection domains and memory regions */
 

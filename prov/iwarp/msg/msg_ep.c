@@ -74,7 +74,7 @@ static int iwarp_ep_ops_alloc(struct iwarp_ep *ep, const struct iw_qp_attr *a)
 {
 	size_t n = (size_t)a->sq_size + a->rq_size;
 
-	ep->ops = malloc(n * sizeof(*ep->ops));
+	ep->ops = iw_mem_alloc(n * sizeof(*ep->ops));
 	if (!ep->ops)
 		return -FI_ENOMEM;
 	ep->nops = n;
@@ -84,7 +84,7 @@ static int iwarp_ep_ops_alloc(struct iwarp_ep *ep, const struct iw_qp_attr *a)
 
 static void iwarp_ep_ops_free(struct iwarp_ep *ep)
 {
-	free(ep->ops);
+	iw_mem_free(ep->ops, ep->nops * sizeof(*ep->ops));
 	ep->ops = NULL;
 }
 
