@@ -21,6 +21,10 @@
  * - FI_IWARP_RDM_EAGER: sizes around the threshold arrive intact, and
  *   the threshold shows in when a send to a peer that has not posted its
  *   receive completes (eager: at once; rendezvous: after the receive);
+ * - FI_IWARP_RDM_EAGER_IDLE: after a ping-pong, with every credit back,
+ *   a 200000-octet send to a peer that has not posted its receive
+ *   completes at once over TCP (eager) and only after the receive with
+ *   the knob at 0 or in shared memory (rendezvous); it arrives intact;
  * - the endpoint base shared with MSG: one CQ per direction, counters
  *   for local events only, FI_GET/SETOPSFLAG and getopt/getname
  *   contracts, fi_tx/rx_size_left -FI_ENOSYS, no bind once enabled;
@@ -1961,6 +1965,94 @@ static int eg_tx(struct node *n)
 	return 0;
 }
 
+/* ==== 6b: FI_IWARP_RDM_EAGER_IDLE ==== */
+
+#define EI_BIG 200000
+
+/* Answers the sender's ping, then receives the big message only once the
+ * sender has looked at whether its send completed without it. */
+static int ei_rx(struct node *n)
+{
+	static uint8_t rb[EI_BIG + 64];
+	struct fi_cq_tagged_entry e[2];
+	uint64_t ping = 0, pong = 0x706f6e67;
+	int cp, cs, cb, got, bad;
+
+	if (!check(!node_up(n, FI_MSG | FI_TAGGED, 0),
+		   "eager idle %zu: receiver up", eg_threshold))
+		return 1;
+	bad = POST(n, fi_trecv(n->ep, &ping, sizeof(ping), NULL,
+			       FI_ADDR_UNSPEC, 0x800, 0, &cp)) != 0;
+	got = bad ? 0 : cq_collect(n, e, 1, 10);
+	bad |= got != 1 || POST(n, fi_tsend(n->ep, &pong, sizeof(pong), NULL,
+					    n->peer, 0x801, &cs)) != 0;
+	got = bad ? 0 : cq_collect(n, e, 1, 10);
+	check(got == 1 && e[0].op_context == &cs && ping == 0x70696e67,
+	      "eager idle %zu: ping received, pong sent", eg_threshold);
+	if (token_wait(n, TOK(60), 20))
+		tap_diag("eager idle: the sender did not finish probing");
+	memset(rb, SENT, sizeof(rb));
+	got = POST(n, fi_trecv(n->ep, rb, sizeof(rb), NULL, FI_ADDR_UNSPEC,
+			       0x802, 0, &cb)) ? 0 : cq_collect(n, e, 1, 15);
+	check(got == 1 && e[0].op_context == &cb && e[0].len == EI_BIG &&
+	      pok(rb, EI_BIG, 80, 0) && all_is(rb + EI_BIG, 64, SENT),
+	      "eager idle %zu: the %d octets, received late, arrive intact",
+	      eg_threshold, EI_BIG);
+	barrier(n);
+	node_close(n);
+	return 0;
+}
+
+/* After a ping-pong every credit is back: whether a big send completes
+ * before the peer posts its receive tells eager from rendezvous. */
+static int ei_tx(struct node *n)
+{
+	struct fi_cq_tagged_entry e[2];
+	struct fi_cq_err_entry err;
+	uint64_t ping = 0x70696e67, pong = 0;
+	bool want = eg_threshold && !shm_run();
+	int cp, cs, cb, got, r;
+	uint8_t *b;
+	double end;
+
+	if (!check(!node_up(n, FI_MSG | FI_TAGGED, 0),
+		   "eager idle %zu: sender up", eg_threshold))
+		return 1;
+	r = POST(n, fi_trecv(n->ep, &pong, sizeof(pong), NULL,
+			     FI_ADDR_UNSPEC, 0x801, 0, &cp)) ||
+	    POST(n, fi_tsend(n->ep, &ping, sizeof(ping), NULL, n->peer,
+			     0x800, &cs));
+	got = r ? 0 : cq_collect(n, e, 2, 10);
+	check(got == 2 && pong == 0x706f6e67,
+	      "eager idle %zu: ping-pong done", eg_threshold);
+	b = malloc(EI_BIG);
+	pat_fill(b, EI_BIG, 80, 0);
+	r = POST(n, fi_tsend(n->ep, b, EI_BIG, NULL, n->peer, 0x802, &cb));
+	got = 0;
+	end = tap_now() + EG_PROBE_SECS;
+	while (!r && !got && tap_now() < end) {
+		got = cq_wait(n, end - tap_now(), &e[0], &err);
+		if (got == 1 && e[0].op_context != &cb)
+			got = -1;
+	}
+	check(!r && got == (want ? 1 : 0),
+	      "eager idle %zu: a %d-octet send to an idle peer without its "
+	      "receive %s (%s)", eg_threshold, EI_BIG,
+	      got == 1 ? "completed at once" : "waited",
+	      want ? "expected at once: eager over TCP" :
+		     "expected to wait: rendezvous");
+	token_put(n, TOK(60));
+	if (!r && !got)
+		got = cq_collect(n, e, 1, 15) == 1 &&
+		      e[0].op_context == &cb ? 1 : -1;
+	check(got == 1, "eager idle %zu: the send completed (%d)",
+	      eg_threshold, got);
+	barrier(n);
+	free(b);
+	node_close(n);
+	return 0;
+}
+
 /* ==== 7: FI_IWARP_ALLOW_RXM ==== */
 
 static bool is_rxm(const struct fi_info *fi)
@@ -2496,8 +2588,9 @@ static void run(const struct role *a, const struct role *b, double secs)
 	finish(kids, nk, end);
 }
 
-/* Sections 1-5 size their messages for the default eager threshold. */
-#define DEF_EAGER { "FI_IWARP_RDM_EAGER" }
+/* Sections 1-5 size their messages for the default eager threshold:
+ * above it they go rendezvous, also to a peer that is idle. */
+#define DEF_EAGER { "FI_IWARP_RDM_EAGER", "FI_IWARP_RDM_EAGER_IDLE=0" }
 static const struct role mr_r = { "multi_recv receiver", 18, mr_rx,
 				  DEF_EAGER };
 static const struct role mr_s = { "multi_recv sender", 6, mr_tx, DEF_EAGER };
@@ -2511,18 +2604,35 @@ static const struct role rma_i = { "rma initiator", 6, rma_init, DEF_EAGER };
 static const struct role th_r = { "threads receiver", 5, th_rx, DEF_EAGER };
 static const struct role th_s = { "threads sender", 3, th_tx, DEF_EAGER };
 static const struct role eg_r[3] = {
-	{ "eager 1024 receiver", 3, eg_rx, { "FI_IWARP_RDM_EAGER=1024" },
-	  1024 },
-	{ "eager default receiver", 3, eg_rx, { "FI_IWARP_RDM_EAGER" },
-	  65536 },
+	{ "eager 1024 receiver", 3, eg_rx,
+	  { "FI_IWARP_RDM_EAGER=1024", "FI_IWARP_RDM_EAGER_IDLE=0" }, 1024 },
+	{ "eager default receiver", 3, eg_rx,
+	  { "FI_IWARP_RDM_EAGER", "FI_IWARP_RDM_EAGER_IDLE=0" }, 65536 },
 	{ "eager 1000000 (262144) receiver", 3, eg_rx,
-	  { "FI_IWARP_RDM_EAGER=1000000" }, 262144 },
+	  { "FI_IWARP_RDM_EAGER=1000000", "FI_IWARP_RDM_EAGER_IDLE=0" },
+	  262144 },
 };
 static const struct role eg_s[3] = {
-	{ "eager 1024 sender", 4, eg_tx, { "FI_IWARP_RDM_EAGER=1024" }, 1024 },
-	{ "eager default sender", 4, eg_tx, { "FI_IWARP_RDM_EAGER" }, 65536 },
+	{ "eager 1024 sender", 4, eg_tx,
+	  { "FI_IWARP_RDM_EAGER=1024", "FI_IWARP_RDM_EAGER_IDLE=0" }, 1024 },
+	{ "eager default sender", 4, eg_tx,
+	  { "FI_IWARP_RDM_EAGER", "FI_IWARP_RDM_EAGER_IDLE=0" }, 65536 },
 	{ "eager 1000000 (262144) sender", 4, eg_tx,
-	  { "FI_IWARP_RDM_EAGER=1000000" }, 262144 },
+	  { "FI_IWARP_RDM_EAGER=1000000", "FI_IWARP_RDM_EAGER_IDLE=0" },
+	  262144 },
+};
+/* eager: whether the idle send is expected to go eagerly over TCP */
+static const struct role ei_r[2] = {
+	{ "eager idle default receiver", 3, ei_rx,
+	  { "FI_IWARP_RDM_EAGER", "FI_IWARP_RDM_EAGER_IDLE" }, 1 },
+	{ "eager idle 0 receiver", 3, ei_rx,
+	  { "FI_IWARP_RDM_EAGER", "FI_IWARP_RDM_EAGER_IDLE=0" }, 0 },
+};
+static const struct role ei_s[2] = {
+	{ "eager idle default sender", 4, ei_tx,
+	  { "FI_IWARP_RDM_EAGER", "FI_IWARP_RDM_EAGER_IDLE" }, 1 },
+	{ "eager idle 0 sender", 4, ei_tx,
+	  { "FI_IWARP_RDM_EAGER", "FI_IWARP_RDM_EAGER_IDLE=0" }, 0 },
 };
 static const struct role pf_r = { "prefix receiver", 4, pf_rx, DEF_EAGER };
 static const struct role pf_s = { "prefix sender", 3, pf_tx, DEF_EAGER };
@@ -2547,6 +2657,8 @@ int main(void)
 	run(&pf_r, &pf_s, 40);
 	for (i = 0; i < 3; i++)
 		run(&eg_r[i], &eg_s[i], 40);
+	for (i = 0; i < 2; i++)
+		run(&ei_r[i], &ei_s[i], 40);
 	for (i = 0; i < 2; i++)
 		run(&rxm_r[i], NULL, 30);
 	run(&base_r, NULL, 30);
