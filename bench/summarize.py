@@ -304,7 +304,12 @@ for m, osu in (("bw", "osu_bw"), ("bibw", "osu_bibw")):
                          (osu, how, name), "mpi_iwarp_%s%s" % (m, suffix),
                          "mpi_%s_%s%s" % (ref, m, suffix), 16 << 10, 4 * M,
                          bound)
-# issue 22: 4-rank collectives on one host no slower than vader
+# issue 22: osu_bw and osu_bibw on one host from 64 KiB up, and the 4-rank
+# collectives no slower than vader
+for m, osu in (("bw", "osu_bw"), ("bibw", "osu_bibw")):
+    target_sizes("MPI %s, same host, every size 64 KiB-4 MiB / ob1 vader" %
+                 osu, "mpi_iwarpshm_" + m, "mpi_vader_" + m, 64 << 10,
+                 4 * M, 0.8)
 for c in ("allreduce", "alltoall"):
     target_sizes("MPI_%s, 4 ranks on one host, every size / ob1 vader" %
                  c.capitalize(), "mpi_iwarpshm_" + c, "mpi_vader_" + c, 0,
