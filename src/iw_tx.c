@@ -26,20 +26,26 @@ static struct iw_swqe *iw_sq_at(struct iw_qp *qp, uint32_t seq)
 	return &qp->sq[seq & (qp->sq_size - 1)];
 }
 
-/* The next send-queue entry may start: ORD and fences respected. */
-static bool iw_tx_sq_ready(const struct iw_qp *qp)
+/* Send-queue entry seq may start now: ORD and fences respected. */
+static bool iw_tx_sq_can_start(const struct iw_qp *qp, uint32_t seq)
 {
 	const struct iw_swqe *w;
 
-	if (qp->sq_tx == qp->sq_tail)
+	if (seq == qp->sq_tail)
 		return false;
-	w = &qp->sq[qp->sq_tx & (qp->sq_size - 1)];
+	w = &qp->sq[seq & (qp->sq_size - 1)];
 	if ((w->flags & IW_WR_FENCE) && qp->orq_count)
 		return false;
 	if ((w->op == IW_WR_READ || iw_wr_atomic(w->op)) &&
 	    qp->orq_count >= qp->orq_cap)
 		return false;
 	return true;
+}
+
+/* The next send-queue entry may start: ORD and fences respected. */
+static bool iw_tx_sq_ready(const struct iw_qp *qp)
+{
+	return iw_tx_sq_can_start(qp, qp->sq_tx);
 }
 
 bool iw_tx_pending(const struct iw_qp *qp)
@@ -770,9 +776,11 @@ static void iw_tx_uncork(struct iw_qp *qp)
 	if (!qp->tx_corked)
 		return;
 	qp->tx_corked = false;
-	if (qp->fd >= 0)
+	if (qp->fd >= 0) {
 		setsockopt(qp->fd, IPPROTO_TCP, TCP_NODELAY, &one,
 			   sizeof(one));
+		qp->stats.tx_pushes++;
+	}
 }
 
 /* Frames the next FPDU (and the rest of its batch); false if none. */
@@ -812,10 +820,12 @@ static int iw_tx_refused(struct iw_qp *qp)
  * full, -EAGAIN interrupted, -EPIPE refused. */
 static int iw_tx_write(struct iw_qp *qp)
 {
-	/* a message with more work requests queued behind it (a Send and
-	 * the Read that tells its delivery): one segment */
+	/* a message with more work requests behind it that may go at once
+	 * (a Send and the Read that tells its delivery): one segment. One
+	 * that must wait (a Read with ORD full) would leave this corked
+	 * until a setsockopt pushes it: two calls for one message. */
 	bool more = qp->tx_src == TX_SQ && qp->tx_msg_end &&
-		    qp->sq_tail - qp->sq_tx > 1;
+		    iw_tx_sq_can_start(qp, qp->sq_tx + 1);
 	struct msghdr msg = { 0 };
 	ssize_t n;
 

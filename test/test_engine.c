@@ -1490,6 +1490,18 @@ static void test_ord_limit(void)
 		pair_diag(&p);
 	report(ok, "ord: %d Reads with ORD 2 against IRD 2 all complete in order",
 	       ORD_N);
+	/* a Read request with the next one held by ORD is not corked: it
+	 * would take a second call (setsockopt) to push it */
+	if (ok) {
+		struct iw_qp_stats st;
+
+		iw_qp_stats(p.a.qp, &st);
+		ok = st.tx_pushes == 0 ||
+		     bad("%llu pushes after MSG_MORE sends",
+			 (unsigned long long)st.tx_pushes);
+	}
+	report(ok, "ord: Read Requests waiting for ORD take one send call "
+	       "each, no push (setsockopt) after a held-back one");
 	eu_pair_fini(&p);
 }
 

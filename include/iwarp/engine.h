@@ -448,6 +448,8 @@ struct iw_qp_stats {
 	uint64_t rx_empty;	/* receive calls that found nothing */
 	uint64_t tx_full;	/* sends that found the socket full */
 	uint64_t tx_flat;	/* FPDUs gathered into one iovec */
+	uint64_t tx_pushes;	/* setsockopt calls that pushed what a
+				 * MSG_MORE send held back */
 };
 void iw_qp_stats(const struct iw_qp *qp, struct iw_qp_stats *st);
 
