@@ -2048,6 +2048,102 @@ static int ei_tx(struct node *n)
 	return 0;
 }
 
+/* ==== 6c: both sides streaming ==== */
+
+#define ST_BIG 32768	/* above shared memory's stream_eager (16 KiB) */
+
+/* Streams two large messages to the sender, then takes the sender's two
+ * only once it has looked at which of them completed without a receive. */
+static int st_rx(struct node *n)
+{
+	static uint8_t out[2][ST_BIG], in[2][ST_BIG + 64];
+	struct fi_cq_tagged_entry e[2];
+	int cs[2], cr[2], i, got, r = 0;
+
+	if (!check(!node_up(n, FI_MSG | FI_TAGGED, 0),
+		   "stream: receiver up"))
+		return 1;
+	for (i = 0; i < 2; i++) {
+		pat_fill(out[i], ST_BIG, 90 + i, 0);
+		r |= POST(n, fi_tsend(n->ep, out[i], ST_BIG, NULL, n->peer,
+				      0x900, &cs[i]));
+	}
+	got = r ? 0 : cq_collect(n, e, 2, 10);
+	check(got == 2, "stream: two %d-octet sends to the sender done (%d)",
+	      ST_BIG, got);
+	token_put(n, TOK(61));
+	if (token_wait(n, TOK(62), 20))
+		tap_diag("stream: the sender did not finish probing");
+	for (i = 0; i < 2; i++) {
+		memset(in[i], SENT, sizeof(in[i]));
+		r |= POST(n, fi_trecv(n->ep, in[i], sizeof(in[i]), NULL,
+				      FI_ADDR_UNSPEC, 0x901 + i, 0, &cr[i]));
+	}
+	got = r ? 0 : cq_collect(n, e, 2, 15);
+	check(got == 2 && e[0].len == ST_BIG && e[1].len == ST_BIG &&
+	      pok(in[0], ST_BIG, 92, 0) && pok(in[1], ST_BIG, 93, 0) &&
+	      all_is(in[0] + ST_BIG, 64, SENT) &&
+	      all_is(in[1] + ST_BIG, 64, SENT),
+	      "stream: the sender's two messages, received late, arrive "
+	      "intact (%d)", got);
+	barrier(n);
+	node_close(n);
+	return 0;
+}
+
+/*
+ * Having taken the peer's large messages, the first large send finds the
+ * peer idle and goes eagerly; the second, with the first's credit still
+ * out, goes by rendezvous through shared memory (the receiver's single
+ * copy) and eagerly over TCP: whether it completes before the peer posts
+ * its receive tells which.
+ */
+static int st_tx(struct node *n)
+{
+	static uint8_t in[2][ST_BIG], out[2][ST_BIG];
+	struct fi_cq_tagged_entry e[2];
+	struct fi_cq_err_entry err;
+	bool rndv = shm_run();
+	int cr[2], cs[2], i, got[2], r = 0;
+
+	if (!check(!node_up(n, FI_MSG | FI_TAGGED, 0), "stream: sender up"))
+		return 1;
+	for (i = 0; i < 2; i++)
+		r |= POST(n, fi_trecv(n->ep, in[i], ST_BIG, NULL,
+				      FI_ADDR_UNSPEC, 0x900, 0, &cr[i]));
+	got[0] = r ? 0 : cq_collect(n, e, 2, 10);
+	check(got[0] == 2 && pok(in[0], ST_BIG, 90, 0) &&
+	      pok(in[1], ST_BIG, 91, 0),
+	      "stream: the peer's two %d-octet messages arrive intact",
+	      ST_BIG);
+	if (token_wait(n, TOK(61), 20))
+		tap_diag("stream: the peer did not finish sending");
+	for (i = 0; i < 2; i++) {
+		pat_fill(out[i], ST_BIG, 92 + i, 0);
+		r = POST(n, fi_tsend(n->ep, out[i], ST_BIG, NULL, n->peer,
+				     0x901 + i, &cs[i]));
+		got[i] = r ? -1 : cq_wait(n, EG_PROBE_SECS, &e[0], &err);
+		if (got[i] == 1 && e[0].op_context != &cs[i])
+			got[i] = -1;
+	}
+	check(got[0] == 1,
+	      "stream: the first send, to an idle peer without its receive, "
+	      "completed at once (eager) (%d)", got[0]);
+	check(got[1] == (rndv ? 0 : 1),
+	      "stream: the second, with the first's credit out, %s (%s)",
+	      got[1] == 1 ? "completed at once" : "waited",
+	      rndv ? "expected to wait: rendezvous through shared memory" :
+		     "expected at once: eager over TCP");
+	token_put(n, TOK(62));
+	if (!got[1])
+		got[1] = cq_collect(n, e, 1, 15) == 1 &&
+			 e[0].op_context == &cs[1] ? 1 : -1;
+	check(got[1] == 1, "stream: the second send completed (%d)", got[1]);
+	barrier(n);
+	node_close(n);
+	return 0;
+}
+
 /* ==== 7: FI_IWARP_ALLOW_RXM ==== */
 
 static bool is_rxm(const struct fi_info *fi)
@@ -2629,6 +2725,8 @@ static const struct role ei_s[2] = {
 	{ "eager idle 0 sender", 4, ei_tx,
 	  { "FI_IWARP_RDM_EAGER", "FI_IWARP_RDM_EAGER_IDLE=0" }, 0 },
 };
+static const struct role st_r = { "stream receiver", 3, st_rx, DEF_EAGER };
+static const struct role st_s = { "stream sender", 5, st_tx, DEF_EAGER };
 static const struct role pf_r = { "prefix receiver", 4, pf_rx, DEF_EAGER };
 static const struct role pf_s = { "prefix sender", 3, pf_tx, DEF_EAGER };
 static const struct role base_r = { "endpoint base", 8, base_role,
@@ -2654,6 +2752,7 @@ int main(void)
 		run(&eg_r[i], &eg_s[i], 40);
 	for (i = 0; i < 2; i++)
 		run(&ei_r[i], &ei_s[i], 40);
+	run(&st_r, &st_s, 40);
 	for (i = 0; i < 2; i++)
 		run(&rxm_r[i], NULL, 30);
 	run(&base_r, NULL, 30);

@@ -100,6 +100,11 @@ struct iwarp_rdm_peer {
 	uint32_t epoch;			/* connections so far: credits owed
 					 * to an older one are not given */
 	uint16_t granted;		/* EAGER/RTS the peer may still send */
+	/* streams both ways (iwarp_rdm_stream_rndv): our sends above the
+	 * transport's stream_eager, their count when the peer's last one
+	 * came */
+	uint32_t big_tx, big_rx_at;
+	bool big_rx;
 	struct iwarp_list pending;	/* iwarp_rdm_tx not yet posted */
 	struct iwarp_list inflight;	/* RTS sent, waiting for FIN */
 };

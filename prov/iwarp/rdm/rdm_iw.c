@@ -894,6 +894,12 @@ static bool rdm_iw_eager_idle(const struct iwarp_rdm_xconn *xc)
 	return true;
 }
 
+static size_t rdm_iw_stream_eager(const struct iwarp_rdm_xconn *xc)
+{
+	(void)xc;
+	return SIZE_MAX;
+}
+
 const struct iwarp_rdm_xport iwarp_rdm_iw_xport = {
 	.name = "iwarp",
 	.listen = rdm_iw_listen,
@@ -907,6 +913,7 @@ const struct iwarp_rdm_xport iwarp_rdm_iw_xport = {
 	.atomics = rdm_iw_atomics,
 	.window = rdm_iw_window,
 	.eager_idle = rdm_iw_eager_idle,
+	.stream_eager = rdm_iw_stream_eager,
 };
 
 /* ==== the guard: job keys and restart claims */

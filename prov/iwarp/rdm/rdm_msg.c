@@ -774,15 +774,39 @@ static uint8_t iwarp_rdm_rxc_flags(const struct iwarp_rdm_ep *ep,
  * window) sees credits out from its second message on and keeps the
  * rendezvous, which lets the receiver pace it.
  */
+static bool iwarp_rdm_idle(const struct iwarp_rdm_peer *peer)
+{
+	return peer->up && peer->credits == peer->window &&
+	       iwarp_list_empty(&peer->pending) &&
+	       iwarp_list_empty(&peer->inflight);
+}
+
 static bool iwarp_rdm_eager_idle(const struct iwarp_rdm_peer *peer,
 				 size_t len, uint64_t flags)
 {
 	return len <= iwarp_params.rdm_eager_idle &&
-	       !(flags & IWARP_RDM_DELIVERY) && peer->up &&
-	       peer->credits == peer->window &&
-	       iwarp_list_empty(&peer->pending) &&
-	       iwarp_list_empty(&peer->inflight) &&
+	       !(flags & IWARP_RDM_DELIVERY) && iwarp_rdm_idle(peer) &&
 	       peer->xp->eager_idle(peer->xc);
+}
+
+/*
+ * Both sides streaming large messages (osu_bibw): a transport that
+ * copies an eager message twice goes by rendezvous above stream_eager
+ * while the peer's large messages keep coming (one within our last
+ * IWARP_RDM_STREAM_SPAN large sends). A send to an idle peer (a
+ * ping-pong) and a one-way stream keep the eager path.
+ */
+#define IWARP_RDM_STREAM_SPAN 256
+
+static bool iwarp_rdm_stream_rndv(struct iwarp_rdm_peer *peer, size_t len)
+{
+	if (!peer->big_rx || len <= peer->xp->stream_eager(peer->xc))
+		return false;
+	if (++peer->big_tx - peer->big_rx_at > IWARP_RDM_STREAM_SPAN) {
+		peer->big_rx = false;	/* the peer stopped */
+		return false;
+	}
+	return !iwarp_rdm_idle(peer);
 }
 
 /* Inject copies the payload; large or delivery-complete messages go
@@ -796,7 +820,8 @@ static int iwarp_rdm_send_prep(struct iwarp_rdm_ep *ep,
 	if (tx->len > iwarp_params.rdm_eager || (flags & IWARP_RDM_DELIVERY))
 		return iwarp_rdm_eager_idle(peer, tx->len, flags) ?
 			       0 : iwarp_rdm_rndv(ep, tx);
-	return 0;
+	return iwarp_rdm_stream_rndv(peer, tx->len) ?
+		       iwarp_rdm_rndv(ep, tx) : 0;
 }
 
 ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,

@@ -108,6 +108,11 @@ static int iwarp_rdm_place(struct iwarp_rdm_peer *peer, const uint8_t *hdr,
 		return -1;
 	}
 	o = &iwarp_rdm_rx_ops[in->hdr.op];
+	if ((in->hdr.op == IWARP_RDM_EAGER || in->hdr.op == IWARP_RDM_RTS) &&
+	    in->hdr.len > peer->xp->stream_eager(peer->xc)) {
+		peer->big_rx = true;
+		peer->big_rx_at = peer->big_tx;
+	}
 	if (iwarp_rdm_counted(in->hdr.op) &&
 	    !iwarp_rdm_take_credit(peer, in->hdr.op))
 		n = -1;

@@ -135,6 +135,12 @@ struct iwarp_rdm_xport {
 	 * where a rendezvous waits a round trip for the Read; through a
 	 * ring of small slots it would only be copied twice. */
 	bool (*eager_idle)(const struct iwarp_rdm_xconn *xc);
+	/* The largest message worth sending eagerly while the peer streams
+	 * large messages to us too. Through shared memory an eager message
+	 * is copied twice, once by each side, a rendezvous once (the
+	 * receiver's process_vm_readv): when both sides stream, each core's
+	 * copies are the whole cost. Over TCP both take two. */
+	size_t (*stream_eager)(const struct iwarp_rdm_xconn *xc);
 };
 
 extern const struct iwarp_rdm_xport iwarp_rdm_iw_xport;
