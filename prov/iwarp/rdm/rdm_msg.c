@@ -774,18 +774,14 @@ static uint8_t iwarp_rdm_rxc_flags(const struct iwarp_rdm_ep *ep,
  * window) sees credits out from its second message on and keeps the
  * rendezvous, which lets the receiver pace it.
  */
-static bool iwarp_rdm_idle(const struct iwarp_rdm_peer *peer)
-{
-	return peer->up && peer->credits == peer->window &&
-	       iwarp_list_empty(&peer->pending) &&
-	       iwarp_list_empty(&peer->inflight);
-}
-
 static bool iwarp_rdm_eager_idle(const struct iwarp_rdm_peer *peer,
 				 size_t len, uint64_t flags)
 {
 	return len <= iwarp_params.rdm_eager_idle &&
-	       !(flags & IWARP_RDM_DELIVERY) && iwarp_rdm_idle(peer) &&
+	       !(flags & IWARP_RDM_DELIVERY) && peer->up &&
+	       peer->credits == peer->window &&
+	       iwarp_list_empty(&peer->pending) &&
+	       iwarp_list_empty(&peer->inflight) &&
 	       peer->xp->eager_idle(peer->xc);
 }
 
@@ -793,10 +789,13 @@ static bool iwarp_rdm_eager_idle(const struct iwarp_rdm_peer *peer,
  * Both sides streaming large messages (osu_bibw): a transport that
  * copies an eager message twice goes by rendezvous above stream_eager
  * while the peer's large messages keep coming (one within our last
- * IWARP_RDM_STREAM_SPAN large sends). A send to an idle peer (a
- * ping-pong) and a one-way stream keep the eager path.
+ * IWARP_RDM_STREAM_SPAN large sends) and at least IWARP_RDM_STREAM_DEPTH
+ * of ours are out. A ping-pong, a one-way stream and the exchanges of a
+ * collective (a message or two each way, where a rendezvous would wait
+ * for a peer that may not be on a processor) keep the eager path.
  */
 #define IWARP_RDM_STREAM_SPAN 256
+#define IWARP_RDM_STREAM_DEPTH 4
 
 static bool iwarp_rdm_stream_rndv(struct iwarp_rdm_peer *peer, size_t len)
 {
@@ -806,7 +805,7 @@ static bool iwarp_rdm_stream_rndv(struct iwarp_rdm_peer *peer, size_t len)
 		peer->big_rx = false;	/* the peer stopped */
 		return false;
 	}
-	return !iwarp_rdm_idle(peer);
+	return peer->window - peer->credits >= IWARP_RDM_STREAM_DEPTH;
 }
 
 /* Inject copies the payload; large or delivery-complete messages go
