@@ -61,27 +61,6 @@ static size_t iw_sq_bytes(uint32_t size)
 	return (size_t)size * (sizeof(struct iw_swqe) + IW_MAX_INLINE);
 }
 
-/*
- * The queues are never cleared: a slot is written whole before it is
- * read, and both queues restart at slot 0 whenever they empty, so only
- * pages as deep as a queue ever got are touched. The send queue and its
- * inline buffers are one block.
- */
-static int iw_sq_alloc(struct iw_qp *qp)
-{
-	qp->sq = iw_mem_alloc(iw_sq_bytes(qp->sq_size));
-	if (!qp->sq)
-		return -ENOMEM;
-	qp->sq_inline = (uint8_t *)(qp->sq + qp->sq_size);
-	return 0;
-}
-
-static void iw_sq_free(struct iw_qp *qp)
-{
-	iw_mem_free(qp->sq, iw_sq_bytes(qp->sq_size));
-	qp->sq = NULL;
-}
-
 static int iw_rq_init(struct iw_rq *rq, uint32_t size)
 {
 	rq->size = size ? size : 256;
@@ -95,31 +74,60 @@ static void iw_rq_fini(struct iw_rq *rq)
 	rq->q = NULL;
 }
 
+#define IW_QP_HEAD (((sizeof(struct iw_qp) + 63) / 64) * 64)
+
+/*
+ * The QP, its send queue with the inline buffers and its receive queue
+ * are one block: each block of its own took a fresh heap page for the
+ * next chunk's header, a page fault (several us in a VM) per queue in
+ * every fi_enable. The queues are never cleared: a slot is written
+ * whole before it is read, and both queues restart at slot 0 whenever
+ * they empty, so only pages as deep as a queue ever got are touched.
+ */
+static size_t iw_qp_block_len(uint32_t sq_size, uint32_t rq_size)
+{
+	return IW_QP_HEAD + iw_sq_bytes(sq_size) +
+	       (size_t)rq_size * sizeof(struct iw_rwqe);
+}
+
 int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 		 struct iw_qp **qpp)
 {
-	struct iw_qp *qp = calloc(1, sizeof(*qp));
+	uint32_t sq_size = 1, rq_size = 0;
+	struct iw_qp *qp;
+	uint8_t *block;
 	int i;
 
-	if (!qp)
+	while (sq_size < (attr->sq_size ? attr->sq_size : 256))
+		sq_size <<= 1;
+	/* with placement by peek (attr.peek_len) nothing is ever posted */
+	if (!attr->srq && !attr->peek_len)
+		rq_size = attr->rq_size ? attr->rq_size : 256;
+	block = iw_mem_alloc(iw_qp_block_len(sq_size, rq_size));
+	if (!block)
 		return -ENOMEM;
+	qp = (struct iw_qp *)(void *)block;
+	memset(qp, 0, sizeof(*qp));
+	qp->sq_size = sq_size;
+	qp->sq = (struct iw_swqe *)(void *)(block + IW_QP_HEAD);
+	qp->sq_inline = (uint8_t *)(qp->sq + sq_size);
+	if (rq_size) {
+		qp->rq.size = rq_size;
+		qp->rq.q = (struct iw_rwqe *)(void *)(block + IW_QP_HEAD +
+						     iw_sq_bytes(sq_size));
+	}
 	qp->id = __atomic_add_fetch(&iw_qp_next_id, 1, __ATOMIC_RELAXED);
 	qp->pd = pd;
 	qp->attr = *attr;
 	qp->fd = -1;
 	qp->srq = attr->srq;
 	qp->rx.ops = &iw_qprx_ops;	/* placement into this QP's queues */
-	qp->sq_size = 1;
-	while (qp->sq_size < (attr->sq_size ? attr->sq_size : 256))
-		qp->sq_size <<= 1;
-	/* with placement by peek (attr.peek_len) nothing is ever posted */
-	if (iw_sq_alloc(qp) || (!qp->srq && !attr->peek_len &&
-				iw_rq_init(&qp->rq, attr->rq_size)))
-		goto err;
 	if (attr->peek_len) {
 		qp->rcv.peek = malloc(attr->peek_len);
-		if (!qp->rcv.peek)
-			goto err;
+		if (!qp->rcv.peek) {
+			iw_mem_free(block, iw_qp_block_len(sq_size, rq_size));
+			return -ENOMEM;
+		}
 	}
 	qp->sq_msn = qp->rreq_msn = qp->term_msn = 1;
 	qp->aresp_msn = qp->areq_msn = 1;
@@ -130,11 +138,6 @@ int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 	pd->nqp++;
 	*qpp = qp;
 	return 0;
-err:
-	iw_sq_free(qp);
-	iw_rq_fini(&qp->rq);
-	free(qp);
-	return -ENOMEM;
 }
 
 /*
@@ -205,8 +208,6 @@ int iw_qp_destroy(struct iw_qp *qp)
 	if (qp->srq)
 		qp->srq->nqp--;
 	qp->pd->nqp--;
-	iw_sq_free(qp);
-	iw_rq_fini(&qp->rq);
 	free(qp->orq);
 	free(qp->irq);
 	free(qp->tx_bounce);
@@ -214,7 +215,7 @@ int iw_qp_destroy(struct iw_qp *qp)
 	iw_pd_give(&qp->pd->txb_pool, qp->txb);
 	iw_pd_give(&qp->pd->stage_pool, qp->stage);
 	free(qp->rcv.peek);
-	free(qp);
+	iw_mem_free(qp, iw_qp_block_len(qp->sq_size, qp->rq.size));
 	return 0;
 }
 
