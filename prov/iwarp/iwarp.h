@@ -113,9 +113,10 @@ struct iwarp_params {
 extern struct iwarp_params iwarp_params;
 
 struct iw_cm_event;
+struct iw_qp;
 /* One info line per established connection: what was negotiated, on
- * the connection `label` names (iw_qp_label; NULL: none). */
-void iwarp_log_connected(const char *what, const char *label,
+ * qp's connection (NULL: none named). */
+void iwarp_log_connected(const char *what, struct iw_qp *qp,
 			 const struct iw_cm_event *ev);
 void iwarp_log_established(const char *what, const struct iw_cm_event *ev);
 /* The engine's log hook (iw_dev_set_log): FI_WARN/FI_INFO/FI_DBG; the

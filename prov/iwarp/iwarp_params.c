@@ -388,9 +388,16 @@ int iwarp_engine_log_max(void)
 	return IW_LOG_WARN;
 }
 
-void iwarp_log_connected(const char *what, const char *label,
+/* The label only when the line goes out: it costs two syscalls on the
+ * way to FI_CONNECTED. */
+void iwarp_log_connected(const char *what, struct iw_qp *qp,
 			 const struct iw_cm_event *ev)
 {
+	const char *label;
+
+	if (!fi_log_enabled(&iwarp_prov, FI_LOG_INFO, FI_LOG_EP_CTRL))
+		return;
+	label = qp ? iw_qp_label(qp) : NULL;
 	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
 		"%s connected: MPA rev %u%s, CRC %s, markers rx %s tx %s, "
 		"MULPDU %u, IRD %u ORD %u, RTR %#x%s%s\n", what, ev->rev,

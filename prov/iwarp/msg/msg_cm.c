@@ -106,7 +106,7 @@ static void iwarp_ep_cm_event(void *arg, struct iw_qp *qp,
 		return;		/* FI_ECONNREFUSED said it all */
 	switch (ev->type) {
 	case IW_CM_ESTABLISHED:
-		iwarp_log_connected("MSG", iw_qp_label(qp), ev);
+		iwarp_log_connected("MSG", qp, ev);
 		if (!ep->state_passive && !iwarp_ep_reply_ext(ep, qp, &copy))
 			break;
 		if (ep->auth) {

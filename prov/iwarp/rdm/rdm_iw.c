@@ -559,7 +559,7 @@ void rdm_iw_ready(struct iwarp_rdm_xconn *c, struct iw_qp *qp)
 static void rdm_iw_established(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 			       const struct iw_cm_event *ev)
 {
-	iwarp_log_connected("RDM", iw_qp_label(qp), ev);
+	iwarp_log_connected("RDM", qp, ev);
 	FI_INFO(&iwarp_prov, FI_LOG_EP_CTRL,
 		"RDM peer %s: connection %s up (ours %s)\n", c->name,
 		iw_qp_label(qp), rdm_iw_label(c->qp));
