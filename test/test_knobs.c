@@ -190,8 +190,8 @@ static const struct kcase cases[] = {
 	{ .name = "ipv6 rdm", .kind = K_V6_RDM },
 	{ .name = "msg iovecs", .kind = K_SG },
 	/* FI_IWARP_SPIN_US: an answer within the spin costs no sleep; the
-	 * echo takes tens of microseconds, so 10 ms covers it even on a
-	 * loaded machine, and with 0 nearly every wait sleeps */
+	 * echo comes after 300 us (SPIN_ECHO_DELAY_S), so 10 ms covers it
+	 * even on a loaded machine, and with 0 every wait sleeps */
 	{ "spin 10000", K_SPIN,
 	  .env = { { NULL }, { "FI_IWARP_SPIN_US=10000" } },
 	  .max_sleeps = SPIN_ROUNDS / 4 },
@@ -1655,6 +1655,11 @@ static void setenv_pair(const char *pair)
 
 /* ---- K_SPIN: FI_IWARP_SPIN_US */
 
+/* The echo's delay: with nothing there for this long, a wait without
+ * a spin sleeps every time (a faster echo could be there at the wait's
+ * first look), and 10 ms of spin still cover it. */
+#define SPIN_ECHO_DELAY_S 300e-6
+
 /* Server: echoes SPIN_ROUNDS 8-octet messages, busy-polling its CQ. */
 static void spin_server(void)
 {
@@ -1678,6 +1683,8 @@ static void spin_server(void)
 			ret = 0;
 		if (ret != 1)
 			break;
+		for (ms = tap_now() + SPIN_ECHO_DELAY_S; tap_now() < ms;)
+			;
 		do
 			ret = (int)fi_inject(g_ep, &buf, sizeof(buf), 0);
 		while (ret == -FI_EAGAIN && tap_now() < end);
