@@ -61,9 +61,15 @@ static size_t iw_sq_bytes(uint32_t size)
 	return (size_t)size * (sizeof(struct iw_swqe) + IW_MAX_INLINE);
 }
 
+/* A receive queue's depth: the one asked for, 256 when none was. */
+static uint32_t iw_rq_depth(uint32_t size)
+{
+	return size ? size : 256;
+}
+
 static int iw_rq_init(struct iw_rq *rq, uint32_t size)
 {
-	rq->size = size ? size : 256;
+	rq->size = iw_rq_depth(size);
 	rq->q = malloc((size_t)rq->size * sizeof(*rq->q));
 	return rq->q ? 0 : -ENOMEM;
 }
@@ -102,7 +108,7 @@ int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 		sq_size <<= 1;
 	/* with placement by peek (attr.peek_len) nothing is ever posted */
 	if (!attr->srq && !attr->peek_len)
-		rq_size = attr->rq_size ? attr->rq_size : 256;
+		rq_size = iw_rq_depth(attr->rq_size);
 	block = iw_mem_alloc(iw_qp_block_len(sq_size, rq_size));
 	if (!block)
 		return -ENOMEM;

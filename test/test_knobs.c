@@ -1666,7 +1666,7 @@ static void spin_server(void)
 	struct sockaddr_storage name;
 	struct fi_cq_msg_entry ce;
 	uint64_t buf = 0;
-	double ms, end;
+	double ms, end, until;
 	size_t len;
 	int i = 0, ret = 0;
 	bool go;
@@ -1683,7 +1683,7 @@ static void spin_server(void)
 			ret = 0;
 		if (ret != 1)
 			break;
-		for (ms = tap_now() + SPIN_ECHO_DELAY_S; tap_now() < ms;)
+		for (until = tap_now() + SPIN_ECHO_DELAY_S; tap_now() < until;)
 			;
 		do
 			ret = (int)fi_inject(g_ep, &buf, sizeof(buf), 0);
