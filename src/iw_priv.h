@@ -322,6 +322,7 @@ struct iw_qp {
 	uint8_t ctrl[IW_CTRL_MAX];
 	size_t ctrl_len, ctrl_off;
 	bool rtr_pending;
+	bool rtr_more;		/* iw_qp_rtr_more */
 	uint64_t tx_hold;	/* no FPDU before this iw_now_ms(); 0: none */
 	bool term_queued;
 	bool tx_dead;		/* the socket refused a send: no more tries */

@@ -440,6 +440,11 @@ int iw_qp_gate(struct iw_qp *qp, bool closed)
 	return 0;
 }
 
+void iw_qp_rtr_more(struct iw_qp *qp, bool more)
+{
+	qp->rtr_more = more;
+}
+
 int iw_qp_cancel_recv(struct iw_qp *qp, void *ctx)
 {
 	struct iw_rq *rq = &qp->rq;

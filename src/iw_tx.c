@@ -824,8 +824,9 @@ static int iw_tx_write(struct iw_qp *qp)
 	 * (a Send and the Read that tells its delivery): one segment. One
 	 * that must wait (a Read with ORD full) would leave this corked
 	 * until a setsockopt pushes it: two calls for one message. */
-	bool more = qp->tx_src == TX_SQ && qp->tx_msg_end &&
-		    iw_tx_sq_can_start(qp, qp->sq_tx + 1);
+	bool more = (qp->tx_src == TX_SQ && qp->tx_msg_end &&
+		     iw_tx_sq_can_start(qp, qp->sq_tx + 1)) ||
+		    (qp->tx_src == TX_RTR && qp->rtr_more);
 	struct msghdr msg = { 0 };
 	ssize_t n;
 

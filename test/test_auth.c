@@ -14,7 +14,7 @@
  */
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <linux/tcp.h>	/* tcpi_data_segs_in */
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <poll.h>
@@ -1005,12 +1005,28 @@ static bool raw_reply(struct raw *r, int lfd, enum rk k, uint8_t *nr)
 	return n > 0 && io_full(r->fd, buf, (size_t)n, false, WAIT_MS);
 }
 
-/* After the RTR: the initiator's proof, then its first user Send. */
-static void raw_after_good(struct raw *r, const uint8_t *nr, uint64_t seed)
+/* Segments with data that came in on fd (TCP_INFO), 0 if unknown. */
+static unsigned int data_segs_in(int fd)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l))
+		return 0;
+	return ti.tcpi_data_segs_in;
+}
+
+/* After the RTR: the initiator's proof, in the RTR's segment (the
+ * Request took one before), then its first user Send, which the client
+ * posts only once we counted. */
+static void raw_after_good(struct proc *p, struct raw *r, const uint8_t *nr,
+			   uint64_t seed)
 {
 	static uint8_t pay[DATA_LEN];
 	uint8_t want[MSG_AUTH];
 	struct ddp_hdr h;
+	unsigned int segs;
 	size_t len = 0;
 
 	proof(want, KEY_A, 'I', r->nonce_i, nr);
@@ -1020,6 +1036,11 @@ static void raw_after_good(struct raw *r, const uint8_t *nr, uint64_t seed)
 	      !memcmp(pay, want, MSG_AUTH),
 	      "%s: after the RTR comes the initiator's proof, as "
 	      "iwarp_auth.h describes it", rk[R_GOOD].what);
+	segs = data_segs_in(r->fd);
+	check(segs == 2, "%s: the RTR and the proof came in one TCP segment "
+	      "(%u with data so far, Request included)", rk[R_GOOD].what,
+	      segs);
+	ctl_send(p, CTL_READY, 0, 0, 0, 0, 0);
 	check(raw_next(r, &h, pay, sizeof(pay), &len) &&
 	      h.opcode == RDMAP_SEND && len == DATA_LEN &&
 	      same(pay, DATA_LEN, seed),
@@ -1044,7 +1065,7 @@ static void rr_server(struct proc *p)
 				"%s: the keyed Request answered", rk[k].what);
 
 		if (ok && k == R_GOOD)
-			raw_after_good(&r, nr, p->seed + 9);
+			raw_after_good(p, &r, nr, p->seed + 9);
 		else if (ok)
 			check(raw_until_term(&r, &t) &&
 			      t.layer == IW_LAYER_RDMAP &&
@@ -1083,6 +1104,8 @@ static void rr_client(struct proc *p)
 			      !memcmp(e.u.cm.data, R_CM, sizeof(R_CM)),
 			      "%s: FI_CONNECTED carries the CM data after "
 			      "the proof (%zu octets)", rk[k].what, e.data_len);
+			/* the responder counts segments before this Send */
+			ctl_expect(p, CTL_READY, NULL, 15000);
 			check(got == 1 && send_pattern(&n, p->seed + 9),
 			      "%s: a Send right after FI_CONNECTED completes",
 			      rk[k].what);

@@ -29,6 +29,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/tcp.h>	/* tcpi_data_segs_in */
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -770,9 +771,22 @@ static bool rs_got_message(const struct forger *f)
 	return false;
 }
 
+/* Segments with data that came in on fd (TCP_INFO), 0 if unknown. */
+static unsigned int data_segs_in(int fd)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l))
+		return 0;
+	return ti.tcpi_data_segs_in;
+}
+
 static void rs_check(struct responder *rs, bool bad)
 {
 	struct forger *f = &rs->f;
+	unsigned int segs;
 	uint8_t want[40];
 
 	if (bad) {
@@ -791,6 +805,12 @@ static void rs_check(struct responder *rs, bool bad)
 	      "proof, as iwarp_auth.h describes it, then its tagged message "
 	      "(%s, %d messages)", f->down ? "down" : f->up ? "up" : "never up",
 	      f->nrecv);
+	/* Request, RTR with proof, message (which may join them): one
+	 * segment more when the RTR leaves alone */
+	segs = f->qp ? data_segs_in(iw_qp_fd(f->qp)) : 0;
+	check(segs == 2 || segs == 3, "responder: the initiator's RTR and "
+	      "proof came in one TCP segment (%u with data, the Request and "
+	      "the message included)", segs);
 }
 
 static int role_responder(void)
@@ -1073,7 +1093,7 @@ static void test_responder(bool bad)
 	static const char *const rb[] = { "RESP_BAD=1", NULL };
 	static const char *const ib[] = { "FI_IWARP_AUTH_KEY=secret",
 					  "RESP_BAD=1", NULL };
-	struct kid r = { bad ? "bad responder" : "responder", 1 };
+	struct kid r = { bad ? "bad responder" : "responder", bad ? 1 : 2 };
 	struct kid i = { bad ? "initiator of bad" : "initiator", 1 };
 	double end = tap_now() + 40;
 

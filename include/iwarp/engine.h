@@ -412,6 +412,12 @@ uint32_t iw_qp_sq_free(const struct iw_qp *qp);
  * starts, open it once the proof checked. 0, or -EINVAL.
  */
 int iw_qp_gate(struct iw_qp *qp, bool closed);
+/*
+ * The ESTABLISHED upcall posts a Send at once (an initiator's proof of
+ * a job key): the RTR waits for it (MSG_MORE), so both leave in one
+ * segment and the responder wakes once. Set before the connection.
+ */
+void iw_qp_rtr_more(struct iw_qp *qp, bool more);
 
 int iw_qp_fd(const struct iw_qp *qp);
 short iw_qp_poll_events(const struct iw_qp *qp);

@@ -26,8 +26,12 @@ int iwarp_ep_auth_enable(struct iwarp_ep *ep)
 	a->hold = true;
 	ep->tx_hold = true;
 	iw_qp_gate(ep->qp, true);
-	if (!ep->state_passive)
-		return 0;	/* the responder's proof is in its Reply */
+	if (!ep->state_passive) {
+		/* the responder's proof is in its Reply; ours follows the
+		 * RTR at once */
+		iw_qp_rtr_more(ep->qp, true);
+		return 0;
+	}
 	return iw_qp_post_recv(ep->qp, &wr) ? -FI_ENOMEM : 0;
 }
 

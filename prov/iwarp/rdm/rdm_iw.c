@@ -960,6 +960,7 @@ int rdm_iw_auth_begin(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 		return -FI_EIO;
 	/* nothing but the proof and the RTR until it checked */
 	iw_qp_gate(qp, true);
+	iw_qp_rtr_more(qp, initiator);
 	s->qp = qp;
 	s->gated = true;
 	c->gated++;
