@@ -662,6 +662,25 @@ static void iw_tx_joined_done(struct iw_qp *qp)
 	qp->tx_joined = 0;
 }
 
+/* What is left of the message being framed fits one more FPDU: a batch
+ * that reached its size takes that along rather than leave it a sendmsg
+ * of its own (a 256 KiB message in 64 KiB FPDUs ends in a short one). */
+static bool iw_tx_tail_next(struct iw_qp *qp)
+{
+	const struct iw_irqe *e;
+	const struct iw_swqe *w;
+
+	if (qp->tx_msg_end)
+		return false;
+	if (qp->tx_src == TX_IRQ) {
+		e = &qp->irq[qp->irq_head];
+		return !e->atomic &&
+		       e->rr.size - e->sent <= iw_seg_room(qp, true);
+	}
+	w = iw_sq_at(qp, qp->sq_tx);
+	return w->len - w->sent <= iw_seg_room(qp, false);
+}
+
 /*
  * The FPDU just framed starts a long message, or more whole messages
  * wait behind it: frame those too, so that one sendmsg carries them
@@ -669,7 +688,11 @@ static void iw_tx_joined_done(struct iw_qp *qp)
  */
 static void iw_tx_gather(struct iw_qp *qp)
 {
-	size_t bytes = qp->tx_left;
+	/* a message with others queued behind it: the pipe is full */
+	bool behind = qp->tx_src == TX_IRQ ? qp->irq_count > 1 :
+		      qp->sq_tx + 1 != qp->sq_tail;
+	size_t bytes = qp->tx_left, most = !qp->crc && behind ?
+		IW_TX_BATCH_BYTES_PLAIN : IW_TX_BATCH_BYTES;
 	int frame = 0;
 
 	if (qp->markers_tx || (qp->tx_src != TX_SQ && qp->tx_src != TX_IRQ) ||
@@ -684,7 +707,7 @@ static void iw_tx_gather(struct iw_qp *qp)
 	if (qp->tx_msg_end && !iw_tx_joins(qp))
 		return;
 	iw_tx_batch_add(qp, frame++);
-	while (frame < IW_TX_BATCH && bytes < IW_TX_BATCH_BYTES) {
+	while (frame < IW_TX_BATCH && (bytes < most || iw_tx_tail_next(qp))) {
 		if (qp->tx_msg_end) {
 			if (!iw_tx_joins(qp))
 				break;

@@ -2850,6 +2850,66 @@ static void test_syscall_economy(void)
 }
 
 /*
+ * Read Responses with more Reads queued behind them (a rendezvous
+ * stream): without the CRC each goes in one long sendmsg, not in 256 KiB
+ * pieces; the last, alone, keeps them so its first octets leave early.
+ * Counted, not timed.
+ */
+static void test_read_stream_calls(void)
+{
+	enum { N = 4, LEN = 1 << 20 };
+	uint8_t *sink = malloc((size_t)N * LEN);
+	struct iw_qp_stats s0 = { 0 }, s1 = { 0 };
+	struct eu_pair_cfg cfg;
+	struct want w = { 0 };
+	struct eu_buf src = { 0 };
+	struct eu_pair p;
+	void *ctx[N];
+	bool ok, made;
+	int i, rc = 0;
+
+	cfg_default(&cfg);
+	made = sink && connect_pair(&p, &cfg);
+	ok = made && !eu_buf_alloc(&src, env.pd, (size_t)N * LEN,
+				   IW_ACC_REMOTE_READ, true);
+	w.p = &p;
+	if (ok) {
+		eu_fill(src.addr, (size_t)N * LEN, 91);
+		memset(sink, 0, (size_t)N * LEN);
+		iw_qp_stats(p.b.qp, &s0);
+		/* the Requests leave together: the responder queues all
+		 * four before it answers the first */
+		for (i = 0; i < N && !rc; i++) {
+			struct iw_sge sg = { .addr = sink + (size_t)i * LEN,
+					     .len = LEN };
+
+			ctx[i] = nctx();
+			rc = post_read(&p.a, ctx[i], &sg, &src, (size_t)i * LEN,
+				       i < N - 1 ? IW_WR_MORE : 0);
+			want_add(&w, &p.a, ctx[i]);
+		}
+		ok = !rc && wait_want(&w, 10000) &&
+		     !memcmp(sink, src.addr, (size_t)N * LEN);
+		iw_qp_stats(p.b.qp, &s1);
+	}
+	report(ok, "read stream: %d Reads of 1 MiB come back intact", N);
+	/* 256 KiB pieces take 4 or 5 a Read, 16 or more in all; one call
+	 * each while others wait and 4 for the last make 7, and a full
+	 * socket may add one or two */
+	report(ok && s1.tx_calls - s0.tx_calls <= 10,
+	       "read stream: the responder answers them in %llu sendmsg, "
+	       "at most 10 (%llu FPDUs; the socket full %llu times)",
+	       (unsigned long long)(s1.tx_calls - s0.tx_calls),
+	       (unsigned long long)(s1.tx_fpdus - s0.tx_fpdus),
+	       (unsigned long long)(s1.tx_full - s0.tx_full));
+	if (src.addr)
+		eu_buf_free(&src);
+	if (made)
+		eu_pair_fini(&p);
+	free(sink);
+}
+
+/*
  * Small messages, one at a time, the receiver driven when its socket is
  * readable: each costs one receive call, with no second call that only
  * finds the socket empty (a syscall before every reply in a ping-pong).
@@ -3386,6 +3446,7 @@ int main(int argc, char **argv)
 	timed("peek", test_peek);
 	timed("pipeline", test_pipeline);
 	timed("syscall economy", test_syscall_economy);
+	timed("read stream calls", test_read_stream_calls);
 	timed("small recv calls", test_small_recv_calls);
 	timed("socket waits", test_socket_waits);
 	timed("Send and Read in one segment", test_tx_more);
