@@ -14,7 +14,6 @@
  */
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <linux/tcp.h>	/* tcpi_data_segs_in */
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <poll.h>
@@ -29,6 +28,7 @@
 #include "iwarp/wire.h"
 #include "msg_util.h"
 #include "tap.h"
+#include "tcp_info.h"
 
 #define PORT_BASE	24120
 #define KEY_A		"job key A 0123456789abcdef"
@@ -1005,18 +1005,6 @@ static bool raw_reply(struct raw *r, int lfd, enum rk k, uint8_t *nr)
 	return n > 0 && io_full(r->fd, buf, (size_t)n, false, WAIT_MS);
 }
 
-/* Segments with data that came in on fd (TCP_INFO), 0 if unknown. */
-static unsigned int data_segs_in(int fd)
-{
-	struct tcp_info ti;
-	socklen_t l = sizeof(ti);
-
-	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l))
-		return 0;
-	return ti.tcpi_data_segs_in;
-}
-
 /* After the RTR: the initiator's proof, in the RTR's segment (the
  * Request took one before), then its first user Send, which the client
  * posts only once we counted. */
@@ -1036,7 +1024,7 @@ static void raw_after_good(struct proc *p, struct raw *r, const uint8_t *nr,
 	      !memcmp(pay, want, MSG_AUTH),
 	      "%s: after the RTR comes the initiator's proof, as "
 	      "iwarp_auth.h describes it", rk[R_GOOD].what);
-	segs = data_segs_in(r->fd);
+	segs = tcp_info_of(r->fd).tcpi_data_segs_in;
 	check(segs == 2, "%s: the RTR and the proof came in one TCP segment "
 	      "(%u with data so far, Request included)", rk[R_GOOD].what,
 	      segs);

@@ -23,11 +23,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <netinet/in.h>
-#include <linux/tcp.h>	/* tcpi_segs_out */
 #include <sys/wait.h>
 
 #include "engine_util.h"
 #include "tap.h"
+#include "tcp_info.h"
 
 static struct eu_env env;
 #define LP (&env.loop)
@@ -3034,13 +3034,7 @@ static bool slow_recv(struct eu_pair *p)
 /* Segments the QP's socket has sent (TCP_INFO). */
 static unsigned int segs_out(struct eu_qp *q)
 {
-	struct tcp_info ti;
-	socklen_t l = sizeof(ti);
-
-	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(iw_qp_fd(q->qp), IPPROTO_TCP, TCP_INFO, &ti, &l))
-		return 0;
-	return ti.tcpi_segs_out;
+	return tcp_info_of(iw_qp_fd(q->qp)).tcpi_segs_out;
 }
 
 /*

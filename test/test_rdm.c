@@ -29,7 +29,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <linux/tcp.h>	/* tcpi_segs_out */
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -39,6 +38,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "tap.h"
+#include "tcp_info.h"
 #include "fi_api.h"
 
 #define PORT_DEAD 23998		/* nothing listens here */
@@ -463,13 +463,7 @@ static int sock_to(const struct sockaddr_in *to)
 
 static unsigned int segs_out(int fd)
 {
-	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
-
-	memset(&ti, 0, sizeof(ti));
-	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
-		return 0;
-	return ti.tcpi_segs_out;
+	return tcp_info_of(fd).tcpi_segs_out;
 }
 
 /* n sends of len from a to b, tags 600 + i, posted back to back;

@@ -29,7 +29,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/tcp.h>	/* tcpi_data_segs_in */
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -59,6 +58,7 @@
 #include "iwarp/wire.h"
 #include "pattern.h"
 #include "tap.h"
+#include "tcp_info.h"
 
 #define PA 24300		/* peer A's RDM address */
 #define PB 24301		/* peer B's */
@@ -771,18 +771,6 @@ static bool rs_got_message(const struct forger *f)
 	return false;
 }
 
-/* Segments with data that came in on fd (TCP_INFO), 0 if unknown. */
-static unsigned int data_segs_in(int fd)
-{
-	struct tcp_info ti;
-	socklen_t l = sizeof(ti);
-
-	memset(&ti, 0, sizeof(ti));
-	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l))
-		return 0;
-	return ti.tcpi_data_segs_in;
-}
-
 static void rs_check(struct responder *rs, bool bad)
 {
 	struct forger *f = &rs->f;
@@ -807,7 +795,7 @@ static void rs_check(struct responder *rs, bool bad)
 	      f->nrecv);
 	/* Request, RTR with proof, message (which may join them): one
 	 * segment more when the RTR leaves alone */
-	segs = f->qp ? data_segs_in(iw_qp_fd(f->qp)) : 0;
+	segs = f->qp ? tcp_info_of(iw_qp_fd(f->qp)).tcpi_data_segs_in : 0;
 	check(segs == 2 || segs == 3, "responder: the initiator's RTR and "
 	      "proof came in one TCP segment (%u with data, the Request and "
 	      "the message included)", segs);
