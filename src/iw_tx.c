@@ -688,11 +688,7 @@ static bool iw_tx_tail_next(struct iw_qp *qp)
  */
 static void iw_tx_gather(struct iw_qp *qp)
 {
-	/* a message with others queued behind it: the pipe is full */
-	bool behind = qp->tx_src == TX_IRQ ? qp->irq_count > 1 :
-		      qp->sq_tx + 1 != qp->sq_tail;
-	size_t bytes = qp->tx_left, most = !qp->crc && behind ?
-		IW_TX_BATCH_BYTES_PLAIN : IW_TX_BATCH_BYTES;
+	size_t bytes = qp->tx_left, most = IW_TX_BATCH_BYTES;
 	int frame = 0;
 
 	if (qp->markers_tx || (qp->tx_src != TX_SQ && qp->tx_src != TX_IRQ) ||
@@ -706,6 +702,10 @@ static void iw_tx_gather(struct iw_qp *qp)
 	qp->txb->flat_len = 0;
 	if (qp->tx_msg_end && !iw_tx_joins(qp))
 		return;
+	/* a message with others queued behind it: the pipe is full */
+	if (!qp->crc && (qp->tx_src == TX_IRQ ? qp->irq_count > 1 :
+					       qp->sq_tx + 1 != qp->sq_tail))
+		most = IW_TX_BATCH_BYTES_PLAIN;
 	iw_tx_batch_add(qp, frame++);
 	while (frame < IW_TX_BATCH && (bytes < most || iw_tx_tail_next(qp))) {
 		if (qp->tx_msg_end) {
