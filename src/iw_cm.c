@@ -647,8 +647,10 @@ err_free:
 /* A request is off the listener's epoll set once offered or dropped. */
 static void iw_req_unwatch(struct iw_conn_req *req)
 {
-	if (req->watched)
+	if (req->watched) {
 		epoll_ctl(req->l->efd, EPOLL_CTL_DEL, req->fd, NULL);
+		req->l->nwatched--;
+	}
 	req->watched = false;
 }
 
@@ -1113,9 +1115,11 @@ static int iw_req_step(struct iw_conn_req *req)
 	if (req->fresh) {
 		req->fresh = false;
 		ret = iw_req_read(req);
-		if (ret == IW_REQ_WAIT)
+		if (ret == IW_REQ_WAIT) {
 			req->watched = l->efd >= 0 &&
 				       !iw_epoll_add(l->efd, req->fd, req);
+			l->nwatched += req->watched;
+		}
 		return ret;
 	}
 	if (req->watched && !req->ready)
@@ -1137,7 +1141,7 @@ static void iw_listener_read(struct iw_listener *l)
 
 	if (!pass)
 		pass = ++l->pass;	/* 0 means "never looked at" */
-	if (l->efd >= 0)
+	if (l->nwatched)
 		iw_listener_ready(l);
 restart:
 	for (req = l->reqs; req; req = req->next) {

@@ -360,8 +360,18 @@ uint32_t iw_mr_rekey(struct iw_mr *mr)
 
 /* glibc maps blocks this large anyway; below it the heap is cheaper */
 #define IW_MEM_MAP_MIN (128u << 10)
+/*
+ * Freed blocks kept for the next of the same length, their pages still
+ * in: an endpoint closed and another opened (a client reconnecting)
+ * costs neither the mapping calls nor the page faults again, and
+ * iw_mem_ready prepares one ahead for a server. Bounded in count and in
+ * the length of each, so what stays allocated is small.
+ */
+#define IW_MEM_SPARES		4
+#define IW_MEM_SPARE_MIN	(16u << 10)
+#define IW_MEM_SPARE_MAX	(1u << 20)
 
-void *iw_mem_alloc(size_t len)
+static void *iw_mem_new(size_t len)
 {
 	void *p;
 
@@ -372,12 +382,135 @@ void *iw_mem_alloc(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-void iw_mem_free(void *p, size_t len)
+static void iw_mem_release(void *p, size_t len)
 {
-	if (!p)
-		return;
 	if (len < IW_MEM_MAP_MIN)
 		free(p);
 	else
 		munmap(p, len);
+}
+
+static struct {
+	void *p;
+	size_t len;
+} iw_mem_spare[IW_MEM_SPARES];
+static bool iw_mem_spare_lock;
+static unsigned int iw_mem_spare_next;	/* the one to give way */
+
+static void iw_mem_lock(void)
+{
+	while (__atomic_test_and_set(&iw_mem_spare_lock, __ATOMIC_ACQUIRE))
+		;
+}
+
+static void iw_mem_unlock(void)
+{
+	__atomic_clear(&iw_mem_spare_lock, __ATOMIC_RELEASE);
+}
+
+/* A spare of exactly len (taken out), or NULL. */
+static void *iw_mem_spare_take(size_t len)
+{
+	void *p = NULL;
+	int i;
+
+	iw_mem_lock();
+	for (i = 0; i < IW_MEM_SPARES; i++) {
+		if (iw_mem_spare[i].p && iw_mem_spare[i].len == len) {
+			p = iw_mem_spare[i].p;
+			iw_mem_spare[i].p = NULL;
+			break;
+		}
+	}
+	iw_mem_unlock();
+	return p;
+}
+
+/* Keeps p as a spare; when all are taken, the oldest gives way (and is
+ * released), since what was freed or prepared last is likeliest to be
+ * asked for next. With only_new, nothing is kept if a spare of its
+ * length exists. */
+static bool iw_mem_spare_put(void *p, size_t len, bool only_new)
+{
+	void *old = NULL;
+	size_t old_len = 0;
+	int i, room = -1;
+
+	if (len < IW_MEM_SPARE_MIN || len > IW_MEM_SPARE_MAX)
+		return false;
+	iw_mem_lock();
+	for (i = 0; i < IW_MEM_SPARES; i++) {
+		if (only_new && iw_mem_spare[i].p &&
+		    iw_mem_spare[i].len == len) {
+			iw_mem_unlock();
+			return false;
+		}
+		if (!iw_mem_spare[i].p && room < 0)
+			room = i;
+	}
+	if (room < 0) {
+		room = (int)(iw_mem_spare_next++ % IW_MEM_SPARES);
+		old = iw_mem_spare[room].p;
+		old_len = iw_mem_spare[room].len;
+	}
+	iw_mem_spare[room].p = p;
+	iw_mem_spare[room].len = len;
+	iw_mem_unlock();
+	if (old)
+		iw_mem_release(old, old_len);
+	return true;
+}
+
+static bool iw_mem_spare_has(size_t len)
+{
+	bool has = false;
+	int i;
+
+	iw_mem_lock();
+	for (i = 0; i < IW_MEM_SPARES; i++)
+		has |= iw_mem_spare[i].p && iw_mem_spare[i].len == len;
+	iw_mem_unlock();
+	return has;
+}
+
+void *iw_mem_alloc(size_t len)
+{
+	void *p = NULL;
+
+	if (len >= IW_MEM_SPARE_MIN && len <= IW_MEM_SPARE_MAX)
+		p = iw_mem_spare_take(len);
+	return p ? p : iw_mem_new(len);
+}
+
+void iw_mem_free(void *p, size_t len)
+{
+	if (p && !iw_mem_spare_put(p, len, false))
+		iw_mem_release(p, len);
+}
+
+void iw_mem_ready(size_t len, const struct iw_mem_span *span, int nspan)
+{
+	volatile uint8_t *p;
+	size_t off, last;
+	int i;
+
+	if (len < IW_MEM_SPARE_MIN || len > IW_MEM_SPARE_MAX ||
+	    iw_mem_spare_has(len))
+		return;
+	p = iw_mem_new(len);
+	if (!p)
+		return;
+	/* a write fault maps each page (a heap block need not start one) */
+	for (i = 0; i < nspan; i++) {
+		if (!span[i].len || span[i].off >= len)
+			continue;
+		last = span[i].off + span[i].len - 1;
+		if (last >= len)
+			last = len - 1;
+		for (off = span[i].off; off <= last; off += 4096)
+			p[off] = 0;
+		p[last] = 0;
+	}
+	if (!iw_mem_spare_put((void *)p, len, true))
+		iw_mem_release((void *)p, len);
 }

@@ -194,6 +194,7 @@ struct iw_listener {
 	struct iw_dev *dev;
 	int fd;
 	int efd;		/* epoll: fd and the sockets of unread requests */
+	uint32_t nwatched;	/* requests in efd */
 	struct iw_conn_param param;
 	const struct iw_listener_ops *ops;
 	void *arg;

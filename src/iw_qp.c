@@ -96,19 +96,48 @@ static size_t iw_qp_block_len(uint32_t sq_size, uint32_t rq_size)
 	       (size_t)rq_size * sizeof(struct iw_rwqe);
 }
 
+static void iw_qp_sizes(const struct iw_qp_attr *attr, uint32_t *sq_size,
+			uint32_t *rq_size)
+{
+	*sq_size = 1;
+	while (*sq_size < (attr->sq_size ? attr->sq_size : 256))
+		*sq_size <<= 1;
+	/* with placement by peek (attr.peek_len) nothing is ever posted */
+	*rq_size = 0;
+	if (!attr->srq && !attr->peek_len)
+		*rq_size = iw_rq_depth(attr->rq_size);
+}
+
+void iw_qp_prepare(const struct iw_qp_attr *attr)
+{
+	uint32_t sq_size, rq_size;
+	struct iw_mem_span span[4];
+	int n = 0;
+
+	iw_qp_sizes(attr, &sq_size, &rq_size);
+	/* the QP, then slot 0 of the SQ, of its inline data, of the RQ:
+	 * the queues restart there whenever they empty */
+	span[n++] = (struct iw_mem_span){ 0, IW_QP_HEAD +
+					  sizeof(struct iw_swqe) };
+	span[n++] = (struct iw_mem_span){
+		IW_QP_HEAD + (size_t)sq_size * sizeof(struct iw_swqe),
+		IW_MAX_INLINE };
+	if (rq_size)
+		span[n++] = (struct iw_mem_span){
+			IW_QP_HEAD + iw_sq_bytes(sq_size),
+			sizeof(struct iw_rwqe) };
+	iw_mem_ready(iw_qp_block_len(sq_size, rq_size), span, n);
+}
+
 int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 		 struct iw_qp **qpp)
 {
-	uint32_t sq_size = 1, rq_size = 0;
+	uint32_t sq_size, rq_size;
 	struct iw_qp *qp;
 	uint8_t *block;
 	int i;
 
-	while (sq_size < (attr->sq_size ? attr->sq_size : 256))
-		sq_size <<= 1;
-	/* with placement by peek (attr.peek_len) nothing is ever posted */
-	if (!attr->srq && !attr->peek_len)
-		rq_size = iw_rq_depth(attr->rq_size);
+	iw_qp_sizes(attr, &sq_size, &rq_size);
 	block = iw_mem_alloc(iw_qp_block_len(sq_size, rq_size));
 	if (!block)
 		return -ENOMEM;

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "engine_util.h"
@@ -1728,6 +1729,57 @@ static void test_mr_rekey(void)
 	eu_buf_free(&b);
 }
 
+/* ---- QP memory: prepared ahead, and reused once freed */
+
+static long minor_faults(void)
+{
+	struct rusage r;
+
+	getrusage(RUSAGE_SELF, &r);
+	return r.ru_minflt;
+}
+
+/*
+ * A server prepares the next QP's block while its peer answers
+ * (iw_qp_prepare): creating that QP then faults no page in. A destroyed
+ * QP's block serves the next QP of its size. A QP of a size nobody
+ * prepared shows that the count does see the faults.
+ */
+static void test_qp_memory(void)
+{
+	struct iw_qp_attr a = { .sq_size = 256, .rq_size = 203 };
+	struct iw_qp_attr b = { .sq_size = 256, .rq_size = 205 };
+	struct iw_qp *q1 = NULL, *q2 = NULL, *q3 = NULL;
+	long f1, f2, f3;
+	bool ok;
+
+	iw_qp_prepare(&a);
+	f1 = minor_faults();
+	ok = !iw_qp_create(env.pd, &a, &q1);
+	f1 = minor_faults() - f1;
+	ok = ok && !iw_qp_destroy(q1);
+	f2 = minor_faults();
+	ok = ok && !iw_qp_create(env.pd, &a, &q2);
+	f2 = minor_faults() - f2;
+	f3 = minor_faults();
+	ok = ok && !iw_qp_create(env.pd, &b, &q3);
+	f3 = minor_faults() - f3;
+	if (!ok)
+		bad("QP create/destroy failed");
+	else if (f1 || f2 || q2 != q1)
+		ok = bad("prepared: %ld faults; again after destroy: %ld "
+			 "faults, %s block", f1, f2, q2 == q1 ? "same" : "new");
+	else if (f3 < 2)
+		ok = bad("an unprepared QP: %ld faults, expected its header's "
+			 "two pages at least", f3);
+	report(ok, "qp memory: a prepared QP and one made after a destroy "
+	       "fault no page in (%ld, %ld; unprepared %ld)", f1, f2, f3);
+	if (q2)
+		iw_qp_destroy(q2);
+	if (q3)
+		iw_qp_destroy(q3);
+}
+
 static const struct iw_err err_tagged_stag = { IW_LAYER_DDP, DDP_ETYPE_TAGGED,
 					       DDP_ECODE_T_INVALID_STAG, NULL };
 
@@ -3413,6 +3465,7 @@ int main(int argc, char **argv)
 	env.loop.busy = getenv("EU_BUSY") != NULL;
 	timed("ird/ord table", test_ird_ord_table);
 	timed("mr rekey", test_mr_rekey);
+	timed("qp memory", test_qp_memory);
 	timed("matrix", test_matrix);
 	timed("multi-sge", test_multi_sge);
 	timed("rtr forced", test_rtr_forced);

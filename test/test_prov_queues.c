@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -334,6 +335,29 @@ static void test_eq_fd(void)
 	tap_ok(trywait1(&eq->fid) == -FI_EAGAIN,
 	       "fi_trywait with an event queued -> -FI_EAGAIN");
 	tap_ok(eq_get(eq, 0) == 1 && trywait1(&eq->fid) == 0 &&
+	       !fd_readable(fd),
+	       "after the read, fi_trywait 0 resets the fd");
+out:
+	fi_close(&eq->fid);
+}
+
+/* Before FI_GETWAIT nobody can wait on the fd, so events queued then do
+ * not signal it; handing the fd out must still show them. */
+static void test_eq_fd_late(void)
+{
+	struct fid_eq *eq;
+	int fd = -1, ret;
+
+	if (!tap_ok(!eq_open(FI_WAIT_FD, 0, &eq), "EQ open, FI_WAIT_FD"))
+		return;
+	eq_put(eq, 5);
+	ret = fi_control(&eq->fid, FI_GETWAIT, &fd);
+	if (!tap_ok(!ret && fd >= 0, "FI_GETWAIT after an event (%d)", fd))
+		goto out;
+	tap_ok(fd_readable(fd) && epoll_ready(fd) == 1,
+	       "an event queued before FI_GETWAIT: the fd it gives is "
+	       "readable, in epoll too");
+	tap_ok(eq_get(eq, 0) == 5 && trywait1(&eq->fid) == 0 &&
 	       !fd_readable(fd),
 	       "after the read, fi_trywait 0 resets the fd");
 out:
@@ -857,6 +881,60 @@ static void test_cq_cancel(struct cm *c)
 	fi_close(&ep->fid);
 }
 
+/*
+ * fi_accept sends the MPA Reply before it returns: a server that goes on
+ * preparing (or accepting) without a progress call must not hold it. A
+ * raw initiator's Request, the Reply looked for with no wait at all.
+ */
+static void test_cm_accept_sends(struct cm *c)
+{
+	static const uint8_t req[24] = {
+		'M', 'P', 'A', ' ', 'I', 'D', ' ', 'R', 'e', 'q', ' ',
+		'F', 'r', 'a', 'm', 'e', 0x10, 2, 0, 4, 0xc0, 0x10, 0xc0, 0x10,
+	};
+	struct sockaddr_in sin;
+	size_t len = sizeof(sin);
+	struct fi_eq_cm_entry e;
+	struct fid_ep *ep = NULL;
+	uint8_t rep[64];
+	uint32_t event = 0;
+	ssize_t ret, n = -1;
+	bool got = false;
+	int fd = -1;
+
+	ret = fi_getname(&c->pep->fid, &sin, &len);
+	if (!ret) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sin,
+				      sizeof(sin)) ||
+		    write(fd, req, sizeof(req)) != (ssize_t)sizeof(req))
+			ret = -1;
+	}
+	if (!ret)
+		ret = fi_eq_sread(c->peq, &event, &e, sizeof(e), 2000, 0);
+	got = ret == (ssize_t)sizeof(e) && event == FI_CONNREQ;
+	if (!tap_ok(got, "raw Request: FI_CONNREQ (%zd)", ret))
+		goto out;
+	ret = fi_endpoint(c->dom, e.info, &ep, NULL);
+	ret = ret ? ret : fi_ep_bind(ep, &c->ceq->fid, 0);
+	ret = ret ? ret : fi_ep_bind(ep, &c->cq->fid, FI_TRANSMIT | FI_RECV);
+	ret = ret ? ret : fi_enable(ep);
+	ret = ret ? ret : fi_accept(ep, NULL, 0);
+	if (!ret)
+		n = recv(fd, rep, sizeof(rep), MSG_DONTWAIT);
+	tap_ok(!ret && n >= 20 && !memcmp(rep, "MPA ID Rep Frame", 16),
+	       "fi_accept returns with the Reply already sent (%zd, %zd "
+	       "octets there at once)", ret, n);
+out:
+	if (got)
+		fi_freeinfo(e.info);
+	if (fd >= 0)
+		close(fd);
+	if (ep)
+		fi_close(&ep->fid);
+}
+
 static void test_cm(void)
 {
 	struct cm c = { 0 };
@@ -873,6 +951,7 @@ static void test_cm(void)
 	if (tap_ok(!ret, "listener and client objects (%d)", ret)) {
 		test_cm_errors(&c);
 		test_cq_cancel(&c);
+		test_cm_accept_sends(&c);
 	}
 	cm_teardown(&c);
 }
@@ -924,6 +1003,7 @@ int main(void)
 	test_eq_cm_data();
 	test_eq_sread();
 	test_eq_fd();
+	test_eq_fd_late();
 	test_eq_wait_objs();
 	test_cq_open();
 	test_cq_sread();

@@ -57,11 +57,23 @@ uint64_t iw_now_ms(void);
  * are anonymous mappings of their own: malloc would write a chunk header
  * into a fresh page, a page fault (1-2 us in a VM) at every endpoint's
  * fi_enable, on the path of every accepted connection; a mapping's pages
- * appear only when the queue first reaches them. Not cleared below the
- * threshold. iw_mem_free takes the size that was asked for.
+ * appear only when the queue first reaches them. Never cleared (a block
+ * may be a freed one again). iw_mem_free takes the size that was asked
+ * for.
  */
 void *iw_mem_alloc(size_t len);
 void iw_mem_free(void *p, size_t len);
+/*
+ * Prepares a block of len for the next iw_mem_alloc of that length, with
+ * the pages under the given spans faulted in (a few spares are kept;
+ * freed blocks join them). Not cleared: a block from a spare holds what
+ * its last user wrote. For idle moments, such as a server's wait for the
+ * peer's answer, so that the next endpoint's fi_enable faults nothing.
+ */
+struct iw_mem_span {
+	size_t off, len;
+};
+void iw_mem_ready(size_t len, const struct iw_mem_span *span, int nspan);
 
 /* ---- protection domains and memory regions */
 
@@ -358,6 +370,9 @@ int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 		 struct iw_qp **qp);
 /* Flushes what is posted (completions run) and frees. */
 int iw_qp_destroy(struct iw_qp *qp);
+/* Readies the memory of a QP with these attributes (iw_mem_ready): the
+ * pages a connection's first messages touch are faulted in now. */
+void iw_qp_prepare(const struct iw_qp_attr *attr);
 
 /* Active side: non-blocking; the outcome comes as a CM event. */
 int iw_qp_connect(struct iw_qp *qp, const struct sockaddr *dst,

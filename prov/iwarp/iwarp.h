@@ -286,6 +286,10 @@ struct iwarp_pollable {
 	 */
 	int (*sleep_fd)(struct iwarp_pollable *p);
 	bool run;			/* iwarp_progress: ready or due */
+	bool nofd_idle;			/* with no socket and no deadline
+					 * there is nothing to drive (an
+					 * endpoint not connected, or closed:
+					 * a server keeps many) */
 	bool rare;			/* a listener: polled only on
 					 * rare turns (IWARP_RARE_US) */
 };
@@ -325,7 +329,10 @@ void iwarp_async_put(struct iwarp_fabric *fab);
  * fi_cq_signal) and the sockets of the pollables bound to the object, so
  * it turns readable whenever fi_cq_read & co. have work to do.
  * Registrations are refreshed by iwarp_wait_sync(), which fi_trywait and
- * FI_GETWAIT call (fds change while connections are set up).
+ * FI_GETWAIT call (fds change while connections are set up). Until
+ * FI_GETWAIT, only our own blocking calls can wait on the object: binds
+ * leave the set alone, and a signal with no sleeper writes nothing (a
+ * waiter checks for entries under the lock before it sleeps).
  */
 struct iwarp_wait {
 	enum fi_wait_obj type;		/* FI_WAIT_NONE, FI_WAIT_FD */
@@ -336,6 +343,8 @@ struct iwarp_wait {
 	struct { int fd; short events; } *regs;
 	int nregs, regcap;
 	bool pending;			/* efd holds an unread signal */
+	bool handed;			/* FI_GETWAIT gave epfd out */
+	int sleepers;			/* threads in poll() on efd */
 	struct iwarp_wait *set;		/* FI_WAIT_SET: the set's, used instead */
 };
 

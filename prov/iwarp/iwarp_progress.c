@@ -136,8 +136,8 @@ static ssize_t iwarp_progress_gather(struct iwarp_fabric *fab, bool rare_turn)
 		 * now", as shared memory and busy listeners say) */
 		if (fd >= 0 && deadline > 1 && !now)
 			now = iw_now_ms();
-		p->run = fd < 0 || deadline == 1 ||
-			 (deadline > 1 && deadline <= now);
+		p->run = (fd < 0 && !(p->nofd_idle && !deadline)) ||
+			 deadline == 1 || (deadline > 1 && deadline <= now);
 		if (fd < 0 || !events)
 			continue;
 		if (!iwarp_progress_room(fab, n))
@@ -501,7 +501,8 @@ int iwarp_wait_bind(struct iwarp_wait *w, struct iwarp_pollable *p)
 		w->cap = w->cap ? w->cap * 2 : 4;
 	}
 	w->bound[w->nbound++] = p;
-	iwarp_wait_sync(w);
+	if (w->handed)
+		iwarp_wait_sync(w);
 	return 0;
 }
 
@@ -516,7 +517,8 @@ void iwarp_wait_unbind(struct iwarp_wait *w, struct iwarp_pollable *p)
 		if (w->bound[i] != p)
 			continue;
 		w->bound[i] = w->bound[--w->nbound];
-		iwarp_wait_sync(w);
+		if (w->handed)
+			iwarp_wait_sync(w);
 		return;
 	}
 }
@@ -528,7 +530,7 @@ void iwarp_wait_signal(struct iwarp_wait *w)
 
 	if (w->set)
 		w = w->set;
-	if (w->efd < 0 || w->pending)
+	if (w->efd < 0 || w->pending || (!w->handed && !w->sleepers))
 		return;
 	if (write(w->efd, &one, sizeof(one)) == sizeof(one))
 		w->pending = true;
@@ -656,6 +658,12 @@ int iwarp_wait_control(struct iwarp_fabric *fab, struct iwarp_wait *w,
 			return -FI_ENODATA;
 		iwarp_lock(fab);
 		ret = iwarp_wait_sync(w);
+		if (!w->handed) {
+			/* signals were skipped until now: one wakeup makes
+			 * the application look */
+			w->handed = true;
+			iwarp_wait_signal(w);
+		}
 		iwarp_unlock(fab);
 		*(int *)arg = w->epfd;
 		return ret;
@@ -756,12 +764,16 @@ static int iwarp_wait_sleep(struct iwarp_fabric *fab, struct iwarp_wait *w,
 	if (ret)
 		return ret;
 	/* writers signal under the lock: nothing is lost by this */
-	if (has_efd)
+	if (has_efd) {
 		iwarp_wait_drain(w);
+		w->sleepers++;
+	}
 	iwarp_unlock(fab);
 	ret = poll(ps->fds, ps->n, iwarp_slice_ms(ps, has_efd, now, end));
 	err = errno;
 	iwarp_lock(fab);
+	if (has_efd)
+		w->sleepers--;
 	if (ret < 0)
 		return err == EINTR ? -FI_EINTR : -err;
 	*kicked = has_efd && (ps->fds[0].revents & POLLIN);

@@ -182,6 +182,8 @@ void iwarp_ep_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc);
  * progress) */
 bool iwarp_ep_srx_offer(struct iwarp_ep_base *b, struct iwarp_srx_rx *rx);
 void iwarp_ep_srx_feed(struct iwarp_ep *ep);
+/* msg_ep.c, lock not held: readies memory for the next endpoint like ep */
+void iwarp_ep_prepare_next(struct iwarp_ep *ep);
 
 /* msg_data.c: one transmit op (also a tagged one, msg_tagged.c). */
 struct iwarp_tx {

@@ -309,7 +309,12 @@ static int iwarp_ep_accept(struct fid_ep *ep_fid, const void *param,
 		return -FI_EINVAL;
 	iwarp_lock(ep->base.fab);
 	ret = iwarp_ep_accept_locked(ep, param, paramlen);
+	/* the Reply leaves now, not at the next progress call */
+	if (!ret)
+		iw_qp_progress(ep->qp);
 	iwarp_unlock(ep->base.fab);
+	if (!ret)
+		iwarp_ep_prepare_next(ep);
 	return ret == -ECONNREFUSED ? -FI_ECONNREFUSED : ret;
 }
 

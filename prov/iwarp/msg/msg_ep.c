@@ -82,6 +82,23 @@ static int iwarp_ep_ops_alloc(struct iwarp_ep *ep, const struct iw_qp_attr *a)
 	return 0;
 }
 
+/*
+ * Lock not held. A passive side that accepted one connection likely
+ * accepts more: while this one's peer answers, the memory of the next
+ * endpoint like it (QP block and operation contexts) is mapped and its
+ * first pages faulted in, so that endpoint's fi_enable faults nothing.
+ */
+void iwarp_ep_prepare_next(struct iwarp_ep *ep)
+{
+	struct iw_mem_span first = { 0, 4 * sizeof(*ep->ops) };
+	struct iw_qp_attr attr;
+
+	iwarp_ep_qp_attr(ep, &attr);
+	iw_qp_prepare(&attr);
+	iw_mem_ready(((size_t)attr.sq_size + attr.rq_size) * sizeof(*ep->ops),
+		     &first, 1);
+}
+
 static void iwarp_ep_ops_free(struct iwarp_ep *ep)
 {
 	iw_mem_free(ep->ops, ep->nops * sizeof(*ep->ops));
@@ -335,6 +352,7 @@ int iwarp_msg_open(struct fid_domain *domain, struct fi_info *info,
 	iwarp_list_init(&ep->poll.link);
 	ep->poll.progress = iwarp_ep_progress;
 	ep->poll.poll_info = iwarp_ep_poll_info;
+	ep->poll.nofd_idle = true;
 	iwarp_ep_from_info(ep, info);
 	if (ep->tagged)
 		ep->base.ep_fid.tagged = &iwarp_msg_tagged_ops;
