@@ -270,7 +270,12 @@ struct iwarp_pep {
 	union iwarp_sockaddr addr;
 	struct iwarp_list reqs;		/* undecided iwarp_connreqs */
 	struct iwarp_auth_key key;	/* requests must carry an auth block */
+	struct fi_info *info_next;	/* the next FI_CONNREQ's, copied ahead */
 };
+
+/* Lock held. Copies the pep's info for its next FI_CONNREQ now, off the
+ * request's path (fi_accept does, once its Reply is out). */
+void iwarp_pep_info_ahead(struct iwarp_pep *pep);
 
 /* info->handle of FI_CONNREQ: the request until accepted or rejected. */
 struct iwarp_connreq {

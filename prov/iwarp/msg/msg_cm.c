@@ -299,6 +299,7 @@ static int iwarp_ep_accept(struct fid_ep *ep_fid, const void *param,
 			   size_t paramlen)
 {
 	struct iwarp_ep *ep = iwarp_ep_of(&ep_fid->fid);
+	struct iwarp_pep *pep;
 	int ret;
 
 	if (iwarp_ep_cm_data_bad(ep, "fi_accept", param, paramlen))
@@ -308,10 +309,14 @@ static int iwarp_ep_accept(struct fid_ep *ep_fid, const void *param,
 	if (!ep->connreq || ep->state != IWARP_EP_IDLE)
 		return -FI_EINVAL;
 	iwarp_lock(ep->base.fab);
+	pep = ep->connreq->pep;
 	ret = iwarp_ep_accept_locked(ep, param, paramlen);
-	/* the Reply leaves now, not at the next progress call */
-	if (!ret)
+	/* the Reply leaves now, not at the next progress call; then what
+	 * the next request will need is made while the peer answers */
+	if (!ret) {
 		iw_qp_progress(ep->qp);
+		iwarp_pep_info_ahead(pep);
+	}
 	iwarp_unlock(ep->base.fab);
 	if (!ret)
 		iwarp_ep_prepare_next(ep);

@@ -57,14 +57,23 @@ static struct fi_ops iwarp_connreq_ops = {
 	.ops_set = iwarp_no_ops_set,
 };
 
+void iwarp_pep_info_ahead(struct iwarp_pep *pep)
+{
+	if (!pep->info_next)
+		pep->info_next = fi_dupinfo(pep->info);
+}
+
 /* The FI_CONNREQ info: the pep's, with both addresses of the request. */
 static struct fi_info *iwarp_connreq_info(struct iwarp_pep *pep,
 					  struct iwarp_connreq *cr)
 {
-	struct fi_info *info = fi_dupinfo(pep->info);
+	struct fi_info *info = pep->info_next;
 	union iwarp_sockaddr a;
 	socklen_t len = sizeof(a);
 
+	pep->info_next = NULL;
+	if (!info)
+		info = fi_dupinfo(pep->info);
 	if (!info)
 		return NULL;
 	info->handle = &cr->fid;
@@ -274,6 +283,7 @@ static int iwarp_pep_close(struct fid *fid)
 	iwarp_unlock(fab);
 	iwarp_auth_key_clear(&pep->key);
 	iw_dev_close(pep->dev);
+	fi_freeinfo(pep->info_next);
 	fi_freeinfo(pep->info);
 	atomic_fetch_sub(&fab->ref, 1);
 	free(pep);
