@@ -426,7 +426,7 @@ static void *iw_mem_spare_take(size_t len)
 	return p;
 }
 
-/* Keeps p as a spare; when all are taken, the oldest gives way (and is
+/* Keeps p as a spare; when all are taken, one gives way in turn (and is
  * released), since what was freed or prepared last is likeliest to be
  * asked for next. With only_new, nothing is kept if a spare of its
  * length exists. */
@@ -486,6 +486,19 @@ void iw_mem_free(void *p, size_t len)
 {
 	if (p && !iw_mem_spare_put(p, len, false))
 		iw_mem_release(p, len);
+}
+
+void iw_mem_spares_free(void)
+{
+	int i;
+
+	iw_mem_lock();
+	for (i = 0; i < IW_MEM_SPARES; i++) {
+		if (iw_mem_spare[i].p)
+			iw_mem_release(iw_mem_spare[i].p, iw_mem_spare[i].len);
+		iw_mem_spare[i].p = NULL;
+	}
+	iw_mem_unlock();
 }
 
 void iw_mem_ready(size_t len, const struct iw_mem_span *span, int nspan)

@@ -74,6 +74,8 @@ struct iw_mem_span {
 	size_t off, len;
 };
 void iw_mem_ready(size_t len, const struct iw_mem_span *span, int nspan);
+/* Releases the spares (a library about to be unloaded). */
+void iw_mem_spares_free(void);
 
 /* ---- protection domains and memory regions */
 

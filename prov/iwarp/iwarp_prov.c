@@ -10,11 +10,15 @@
 
 #include <stdio.h>
 
+#include "iwarp/engine.h"
+
 static void iwarp_cleanup(void)
 {
 	iwarp_topo_fini();
 	iwarp_params_fini();
 	iwarp_auth_fini();
+	/* libfabric unloads us: what only our globals pointed to goes too */
+	iw_mem_spares_free();
 }
 
 /* "major.minor[.patch]" of the package becomes the provider version. */
