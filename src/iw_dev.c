@@ -390,6 +390,12 @@ static void iw_mem_release(void *p, size_t len)
 		munmap(p, len);
 }
 
+/* Blocks of this length may be kept as spares. */
+static bool iw_mem_spare_len(size_t len)
+{
+	return len >= IW_MEM_SPARE_MIN && len <= IW_MEM_SPARE_MAX;
+}
+
 static struct {
 	void *p;
 	size_t len;
@@ -436,7 +442,7 @@ static bool iw_mem_spare_put(void *p, size_t len, bool only_new)
 	size_t old_len = 0;
 	int i, room = -1;
 
-	if (len < IW_MEM_SPARE_MIN || len > IW_MEM_SPARE_MAX)
+	if (!iw_mem_spare_len(len))
 		return false;
 	iw_mem_lock();
 	for (i = 0; i < IW_MEM_SPARES; i++) {
@@ -477,7 +483,7 @@ void *iw_mem_alloc(size_t len)
 {
 	void *p = NULL;
 
-	if (len >= IW_MEM_SPARE_MIN && len <= IW_MEM_SPARE_MAX)
+	if (iw_mem_spare_len(len))
 		p = iw_mem_spare_take(len);
 	return p ? p : iw_mem_new(len);
 }
@@ -507,8 +513,7 @@ void iw_mem_ready(size_t len, const struct iw_mem_span *span, int nspan)
 	size_t off, last;
 	int i;
 
-	if (len < IW_MEM_SPARE_MIN || len > IW_MEM_SPARE_MAX ||
-	    iw_mem_spare_has(len))
+	if (!iw_mem_spare_len(len) || iw_mem_spare_has(len))
 		return;
 	p = iw_mem_new(len);
 	if (!p)

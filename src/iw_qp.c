@@ -96,6 +96,17 @@ static size_t iw_qp_block_len(uint32_t sq_size, uint32_t rq_size)
 	       (size_t)rq_size * sizeof(struct iw_rwqe);
 }
 
+/* Where the SQ's inline buffers and the RQ start in the block. */
+static size_t iw_qp_inline_off(uint32_t sq_size)
+{
+	return IW_QP_HEAD + (size_t)sq_size * sizeof(struct iw_swqe);
+}
+
+static size_t iw_qp_rq_off(uint32_t sq_size)
+{
+	return IW_QP_HEAD + iw_sq_bytes(sq_size);
+}
+
 static void iw_qp_sizes(const struct iw_qp_attr *attr, uint32_t *sq_size,
 			uint32_t *rq_size)
 {
@@ -119,13 +130,11 @@ void iw_qp_prepare(const struct iw_qp_attr *attr)
 	 * the queues restart there whenever they empty */
 	span[n++] = (struct iw_mem_span){ 0, IW_QP_HEAD +
 					  sizeof(struct iw_swqe) };
-	span[n++] = (struct iw_mem_span){
-		IW_QP_HEAD + (size_t)sq_size * sizeof(struct iw_swqe),
-		IW_MAX_INLINE };
+	span[n++] = (struct iw_mem_span){ iw_qp_inline_off(sq_size),
+					  IW_MAX_INLINE };
 	if (rq_size)
-		span[n++] = (struct iw_mem_span){
-			IW_QP_HEAD + iw_sq_bytes(sq_size),
-			sizeof(struct iw_rwqe) };
+		span[n++] = (struct iw_mem_span){ iw_qp_rq_off(sq_size),
+						  sizeof(struct iw_rwqe) };
 	iw_mem_ready(iw_qp_block_len(sq_size, rq_size), span, n);
 }
 
@@ -145,11 +154,11 @@ int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 	memset(qp, 0, sizeof(*qp));
 	qp->sq_size = sq_size;
 	qp->sq = (struct iw_swqe *)(void *)(block + IW_QP_HEAD);
-	qp->sq_inline = (uint8_t *)(qp->sq + sq_size);
+	qp->sq_inline = block + iw_qp_inline_off(sq_size);
 	if (rq_size) {
 		qp->rq.size = rq_size;
-		qp->rq.q = (struct iw_rwqe *)(void *)(block + IW_QP_HEAD +
-						     iw_sq_bytes(sq_size));
+		qp->rq.q = (struct iw_rwqe *)(void *)(block +
+						     iw_qp_rq_off(sq_size));
 	}
 	qp->id = __atomic_add_fetch(&iw_qp_next_id, 1, __ATOMIC_RELAXED);
 	qp->pd = pd;

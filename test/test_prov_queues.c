@@ -755,14 +755,19 @@ static void cm_teardown(struct cm *c)
 	fi_freeinfo(c->cinfo);
 }
 
-static int cm_ep(struct cm *c, struct fid_ep **ep)
+static int cm_ep_info(struct cm *c, struct fi_info *info, struct fid_ep **ep)
 {
-	int ret = fi_endpoint(c->dom, c->cinfo, ep, NULL);
+	int ret = fi_endpoint(c->dom, info, ep, NULL);
 
 	ret = ret ? ret : fi_ep_bind(*ep, &c->ceq->fid, 0);
 	ret = ret ? ret : fi_ep_bind(*ep, &c->cq->fid, FI_TRANSMIT | FI_RECV);
 	ret = ret ? ret : fi_enable(*ep);
 	return ret;
+}
+
+static int cm_ep(struct cm *c, struct fid_ep **ep)
+{
+	return cm_ep_info(c, c->cinfo, ep);
 }
 
 /*
@@ -916,10 +921,7 @@ static void test_cm_accept_sends(struct cm *c)
 	got = ret == (ssize_t)sizeof(e) && event == FI_CONNREQ;
 	if (!tap_ok(got, "raw Request: FI_CONNREQ (%zd)", ret))
 		goto out;
-	ret = fi_endpoint(c->dom, e.info, &ep, NULL);
-	ret = ret ? ret : fi_ep_bind(ep, &c->ceq->fid, 0);
-	ret = ret ? ret : fi_ep_bind(ep, &c->cq->fid, FI_TRANSMIT | FI_RECV);
-	ret = ret ? ret : fi_enable(ep);
+	ret = cm_ep_info(c, e.info, &ep);
 	ret = ret ? ret : fi_accept(ep, NULL, 0);
 	if (!ret)
 		n = recv(fd, rep, sizeof(rep), MSG_DONTWAIT);

@@ -70,9 +70,14 @@ static void iwarp_ep_qp_attr(struct iwarp_ep *ep, struct iw_qp_attr *attr)
 /* The engine may queue one more internal Read per op (delivery). Not
  * cleared here: iwarp_op_get clears a context when it first hands it
  * out, so only the contexts ever used are touched. */
+static size_t iwarp_ep_ops_count(const struct iw_qp_attr *a)
+{
+	return (size_t)a->sq_size + a->rq_size;
+}
+
 static int iwarp_ep_ops_alloc(struct iwarp_ep *ep, const struct iw_qp_attr *a)
 {
-	size_t n = (size_t)a->sq_size + a->rq_size;
+	size_t n = iwarp_ep_ops_count(a);
 
 	ep->ops = iw_mem_alloc(n * sizeof(*ep->ops));
 	if (!ep->ops)
@@ -95,8 +100,7 @@ void iwarp_ep_prepare_next(struct iwarp_ep *ep)
 
 	iwarp_ep_qp_attr(ep, &attr);
 	iw_qp_prepare(&attr);
-	iw_mem_ready(((size_t)attr.sq_size + attr.rq_size) * sizeof(*ep->ops),
-		     &first, 1);
+	iw_mem_ready(iwarp_ep_ops_count(&attr) * sizeof(*ep->ops), &first, 1);
 }
 
 static void iwarp_ep_ops_free(struct iwarp_ep *ep)
