@@ -23,6 +23,7 @@
 
 #include "iwarp/engine.h"
 #include "iwarp/rx.h"
+#include "iwarp/ring.h"
 
 /* ---- device, PDs, memory */
 
@@ -264,6 +265,7 @@ struct iw_qp {
 	bool markers_tx, markers_rx;
 	uint16_t ird, ord;
 	uint32_t mulpdu;
+	uint32_t mss_settled;	/* iw_qp_mss_refresh: same MSS so often */
 	struct sockaddr_storage dst;
 	socklen_t dst_len;
 	struct sockaddr_storage src;	/* bind before connect, if set */
@@ -417,6 +419,8 @@ static inline bool iw_wr_imm(enum iw_wr_opcode op)
 /* ---- iw_qpcore.c: the narrow interface beneath the QP. Connection
  * setup, transmit and receive report upward only through these. */
 int iw_qp_setup_full_op(struct iw_qp *qp);
+#define IW_MSS_SETTLE 32
+void iw_qp_mss_refresh(struct iw_qp *qp);
 void iw_qp_event(struct iw_qp *qp, struct iw_cm_event *ev);
 void iw_qp_established(struct iw_qp *qp);
 void iw_qp_final_event(struct iw_qp *qp, enum iw_cm_event_type type,

@@ -385,7 +385,7 @@ static int iw_rq_post(struct iw_rq *rq, const struct iw_recv_wr *wr)
 		return -EAGAIN;
 	if (!rq->count)
 		rq->head = 0;
-	w = &rq->q[(rq->head + rq->count) % rq->size];
+	w = &rq->q[iw_ring_at(rq->head, rq->count, rq->size)];
 	w->ctx = wr->ctx;
 	if (wr->num_sge)
 		memcpy(w->sge, wr->sgl, (size_t)wr->num_sge * sizeof(*w->sge));

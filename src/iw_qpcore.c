@@ -17,12 +17,55 @@
 
 #include "iw_priv.h"
 
-/* Sizes the Read queues and starts both MPA streams. */
-int iw_qp_setup_full_op(struct iw_qp *qp)
+/* MULPDU from the socket's current MSS (RFC 5044 §7.1), or the fixed one
+ * the QP was created with. */
+static uint32_t iw_qp_mss_mulpdu(struct iw_qp *qp)
 {
 	int mss = 0;
 	socklen_t sl = sizeof(mss);
+	uint32_t m;
 
+	if (qp->attr.mulpdu)
+		m = qp->attr.mulpdu;
+	else if (getsockopt(qp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) ||
+		 mss <= 0)
+		m = mpa_mulpdu(1460, qp->markers_tx);
+	else
+		m = mpa_mulpdu((uint32_t)mss, qp->markers_tx);
+	if (m > MPA_MAX_ULPDU)
+		m = MPA_MAX_ULPDU;
+	/* header-only messages are never split */
+	if (m < DDP_UNTAGGED_HDR + RDMAP_AREQ_LEN)
+		m = DDP_UNTAGGED_HDR + RDMAP_AREQ_LEN;
+	return m;
+}
+
+/*
+ * A message about to be split into several FPDUs: Linux holds a new
+ * connection's MSS to half the largest window the peer advertised so
+ * far (32 KiB at first on loopback, then 64 KiB), so the MSS is asked
+ * again, as siw does per message, until it stayed the same
+ * IW_MSS_SETTLE times in a row. Each FPDU stands alone on the wire,
+ * so the size may change between two of one message.
+ */
+void iw_qp_mss_refresh(struct iw_qp *qp)
+{
+	uint32_t m;
+
+	if (qp->attr.mulpdu || qp->mss_settled >= IW_MSS_SETTLE)
+		return;
+	m = iw_qp_mss_mulpdu(qp);
+	if (m == qp->mulpdu) {
+		qp->mss_settled++;
+		return;
+	}
+	qp->mulpdu = m;
+	qp->mss_settled = 0;
+}
+
+/* Sizes the Read queues and starts both MPA streams. */
+int iw_qp_setup_full_op(struct iw_qp *qp)
+{
 	qp->orq_cap = qp->ord ? qp->ord : 1;	/* one for a Read RTR */
 	qp->irq_cap = qp->ird ? qp->ird : 1;
 	qp->orq = calloc(qp->orq_cap, sizeof(*qp->orq));
@@ -36,16 +79,8 @@ int iw_qp_setup_full_op(struct iw_qp *qp)
 		if (!qp->tx_bounce || !qp->tx_ulpdu)
 			return -ENOMEM;
 	}
-	if (getsockopt(qp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) || mss <= 0)
-		mss = 1460;
-	qp->mulpdu = qp->attr.mulpdu ? qp->attr.mulpdu :
-				       mpa_mulpdu((uint32_t)mss,
-						  qp->markers_tx);
-	if (qp->mulpdu > MPA_MAX_ULPDU)
-		qp->mulpdu = MPA_MAX_ULPDU;
-	/* header-only messages are never split */
-	if (qp->mulpdu < DDP_UNTAGGED_HDR + RDMAP_AREQ_LEN)
-		qp->mulpdu = DDP_UNTAGGED_HDR + RDMAP_AREQ_LEN;
+	qp->mulpdu = iw_qp_mss_mulpdu(qp);
+	qp->mss_settled = 0;
 	/* the placement ops were chosen when the QP was created */
 	iw_rx_init(&qp->rx, qp->crc, qp->markers_rx, qp->rx.ops, qp);
 	qp->tx_mpos = 0;
@@ -189,7 +224,7 @@ void iw_qp_flush(struct iw_qp *qp, enum iw_wc_status st)
 	while (!qp->srq && qp->rq.count) {
 		struct iw_rwqe *w = &qp->rq.q[qp->rq.head];
 
-		qp->rq.head = (qp->rq.head + 1) % qp->rq.size;
+		qp->rq.head = iw_ring_next(qp->rq.head, qp->rq.size);
 		qp->rq.count--;
 		iw_qp_flush_rwqe(qp, w->ctx, IW_WC_FLUSHED, err);
 	}

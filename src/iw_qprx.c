@@ -174,7 +174,7 @@ static int iw_rx_rresp_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 				  "Read Response shorter than the Read", o->got,
 				  o->len);
 	w = iw_orq_wqe(qp, o);
-	qp->orq_head = (qp->orq_head + 1) % qp->orq_cap;
+	qp->orq_head = iw_ring_next(qp->orq_head, qp->orq_cap);
 	qp->orq_count--;
 	if (w) {
 		w->done = true;
@@ -190,7 +190,7 @@ static void iw_rcv_take(struct iw_qp *qp, struct iw_rq *rq)
 {
 	qp->rcv.w = rq->q[rq->head];
 	qp->rcv.ctx = qp->rcv.w.ctx;
-	rq->head = (rq->head + 1) % rq->size;
+	rq->head = iw_ring_next(rq->head, rq->size);
 	rq->count--;
 }
 
@@ -426,7 +426,7 @@ static int iw_rx_imm_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 		return iw_fail_u(err, DDP_ECODE_UT_NO_BUFFER,
 				 "Immediate Data without a posted receive");
 	wc.ctx = rq->q[rq->head].ctx;
-	rq->head = (rq->head + 1) % rq->size;
+	rq->head = iw_ring_next(rq->head, rq->size);
 	rq->count--;
 	wc.imm = seg->imm;
 	iw_qp_complete(qp, &wc);
@@ -478,7 +478,7 @@ static int iw_rx_rreq_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 				       RDMAP_ECODE_BASE_BOUNDS,
 				       "Read outside the region");
 	}
-	e = &qp->irq[(qp->irq_head + qp->irq_count) % qp->irq_cap];
+	e = &qp->irq[iw_ring_at(qp->irq_head, qp->irq_count, qp->irq_cap)];
 	e->atomic = false;
 	e->rr = *rr;
 	e->sent = 0;
@@ -535,7 +535,7 @@ static int iw_rx_areq_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 	if ((uintptr_t)(mr->addr + (a->to - mr->base_to)) & 7)
 		return iw_fail_aprot(err, RDMAP_ECODE_BASE_BOUNDS,
 				     "Atomic target not 8-octet aligned");
-	e = &qp->irq[(qp->irq_head + qp->irq_count) % qp->irq_cap];
+	e = &qp->irq[iw_ring_at(qp->irq_head, qp->irq_count, qp->irq_cap)];
 	memset(e, 0, sizeof(*e));
 	e->atomic = true;
 	e->ar = *a;
@@ -569,7 +569,7 @@ static int iw_rx_aresp_done(struct iw_qp *qp, const struct iw_rx_seg *seg,
 	w = iw_orq_wqe(qp, o);
 	if (w->nsge)
 		memcpy(w->sge[0].addr, &r->orig, sizeof(r->orig));
-	qp->orq_head = (qp->orq_head + 1) % qp->orq_cap;
+	qp->orq_head = iw_ring_next(qp->orq_head, qp->orq_cap);
 	qp->orq_count--;
 	qp->rx_msn[DDP_QN_ARESP]++;
 	w->done = true;

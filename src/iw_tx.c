@@ -186,7 +186,7 @@ static void iw_tx_rreq(struct iw_qp *qp, int32_t sq_idx, uint32_t len,
 	};
 	uint8_t extra[RDMAP_RREQ_LEN];
 
-	o = &qp->orq[(qp->orq_head + qp->orq_count) % qp->orq_cap];
+	o = &qp->orq[iw_ring_at(qp->orq_head, qp->orq_count, qp->orq_cap)];
 	qp->orq_count++;
 	o->sq_idx = sq_idx;
 	o->atomic = false;
@@ -220,7 +220,7 @@ static void iw_tx_areq(struct iw_qp *qp, int32_t sq_idx,
 		a.compare = w->compare;
 		a.compare_mask = w->compare_mask;
 	}
-	o = &qp->orq[(qp->orq_head + qp->orq_count) % qp->orq_cap];
+	o = &qp->orq[iw_ring_at(qp->orq_head, qp->orq_count, qp->orq_cap)];
 	qp->orq_count++;
 	memset(o, 0, sizeof(*o));
 	o->sq_idx = sq_idx;
@@ -327,12 +327,16 @@ static bool iw_tx_build_aresp(struct iw_qp *qp, struct iw_irqe *e)
 static bool iw_tx_build_irq(struct iw_qp *qp)
 {
 	struct iw_irqe *e = &qp->irq[qp->irq_head];
-	uint32_t left = e->rr.size - e->sent, n = iw_seg_room(qp, true);
+	uint32_t left, n;
 	struct iw_sge sge = { NULL, 0 };
 	int npay = 0;
 
 	if (e->atomic)
 		return iw_tx_build_aresp(qp, e);
+	if (!e->sent && e->rr.size > iw_seg_room(qp, true))
+		iw_qp_mss_refresh(qp);
+	left = e->rr.size - e->sent;
+	n = iw_seg_room(qp, true);
 	if (n > left)
 		n = left;
 	if (n) {
@@ -435,7 +439,7 @@ static void iw_tx_build_sq(struct iw_qp *qp)
 	uint32_t seq = qp->sq_tx;
 	struct iw_swqe *w = iw_sq_at(qp, seq);
 	bool tagged = w->op == IW_WR_WRITE;
-	uint32_t left = w->len - w->sent, n = iw_seg_room(qp, tagged);
+	uint32_t left, n;
 	int npay;
 
 	qp->tx_src = TX_SQ;
@@ -456,6 +460,10 @@ static void iw_tx_build_sq(struct iw_qp *qp)
 		iw_tx_imm(qp, w);
 		return;
 	}
+	if (!w->sent && w->len > iw_seg_room(qp, tagged))
+		iw_qp_mss_refresh(qp);
+	left = w->len - w->sent;
+	n = iw_seg_room(qp, tagged);
 	/* a whole message in one FPDU */
 	if (!tagged && !w->sent && left <= n && iw_tx_flat_send(qp, w)) {
 		qp->tx_sq_busy = true;
@@ -541,7 +549,7 @@ static void iw_tx_fpdu_done(struct iw_qp *qp)
 		if (!e->atomic && e->rr.size)
 			iw_qp_target(qp, false, e->rr.src_stag);
 		qp->tx_irq_busy = false;
-		qp->irq_head = (qp->irq_head + 1) % qp->irq_cap;
+		qp->irq_head = iw_ring_next(qp->irq_head, qp->irq_cap);
 		qp->irq_count--;
 		break;
 	}

@@ -2902,6 +2902,100 @@ static void test_syscall_economy(void)
 }
 
 /*
+ * A new loopback connection starts with its MSS held to half the peer's
+ * first window (32 KiB); once data flowed it is 64 KiB, and so are the
+ * FPDUs of the next large messages. Counted, not timed: the last of 8
+ * messages of 1 MiB against the MULPDU its sender's MSS now gives.
+ */
+#define MSS_LEN (1 << 20)
+
+static void mss_check(struct eu_qp *q, const char *what, uint64_t fpdus,
+		      uint32_t room_less)
+{
+	const struct eu_ev *e = eu_est(q);
+	uint32_t m0 = e ? e->mulpdu : 0, m1 = 0;
+	socklen_t sl = sizeof(int);
+	uint64_t want = 0;
+	int mss = 0;
+
+	if (!getsockopt(iw_qp_fd(q->qp), IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) &&
+	    mss > 0) {
+		m1 = mpa_mulpdu((uint32_t)mss, false);
+		if (m1 > MPA_MAX_ULPDU)
+			m1 = MPA_MAX_ULPDU;
+	}
+	if (m1 > room_less)
+		want = (MSS_LEN + (m1 - room_less) - 1) / (m1 - room_less);
+	tap_diag("  %s: MULPDU %u at ESTABLISHED, %u from the MSS now (%d); "
+		 "the last in %llu FPDUs", what, m0, m1, mss,
+		 (unsigned long long)fpdus);
+	if (m1 && m1 == m0)
+		tap_skip_n(1, "%s: the MSS did not grow here (%d)", what, mss);
+	else
+		report(want && fpdus == want,
+		       "mss growth: the last %s went in %llu FPDUs, %llu at "
+		       "the MSS now (MULPDU %u, %u at ESTABLISHED)", what,
+		       (unsigned long long)fpdus, (unsigned long long)want,
+		       m1, m0);
+}
+
+static void test_mss_growth(void)
+{
+	enum { N = 8 };
+	uint8_t *src = malloc(MSS_LEN), *dst = malloc(MSS_LEN);
+	struct iw_sge ssg = { .addr = src, .len = MSS_LEN };
+	struct iw_sge dsg = { .addr = dst, .len = MSS_LEN };
+	struct iw_qp_stats s0, s1;
+	struct eu_buf rsrc = { 0 };
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	uint64_t sends = 0, reads = 0;
+	int i;
+	bool ok, made = src && dst;
+
+	cfg_default(&cfg);
+	ok = made && connect_pair(&p, &cfg) &&
+	     !eu_buf_alloc(&rsrc, env.pd, MSS_LEN, IW_ACC_REMOTE_READ, true);
+	for (i = 0; ok && i < 2 * N; i++) {
+		struct want w = { .p = &p };
+		void *rctx = nctx(), *sctx = nctx();
+		bool rd = i >= N;
+		struct eu_qp *tx = rd ? &p.b : &p.a;
+
+		eu_fill(rd ? rsrc.addr : src, MSS_LEN, (uint8_t)(11 + i));
+		memset(dst, 0, MSS_LEN);
+		iw_qp_stats(tx->qp, &s0);
+		if (rd) {
+			ok = !post_read(&p.a, sctx, &dsg, &rsrc, 0, 0);
+		} else {
+			ok = !post_recv(&p.b, rctx, dst, MSS_LEN) &&
+			     !post_send(&p.a, sctx, &ssg, 1, 0);
+			want_add(&w, &p.b, rctx);
+		}
+		want_add(&w, &p.a, sctx);
+		ok = ok && wait_want(&w, 10000) &&
+		     !memcmp(rd ? rsrc.addr : src, dst, MSS_LEN);
+		iw_qp_stats(tx->qp, &s1);
+		*(rd ? &reads : &sends) = s1.tx_fpdus - s0.tx_fpdus;
+	}
+	report(ok, "mss growth: %d Sends and %d Reads of 1 MiB arrive intact",
+	       N, N);
+	if (ok) {
+		mss_check(&p.a, "Send", sends, DDP_UNTAGGED_HDR);
+		mss_check(&p.b, "Read Response", reads, DDP_TAGGED_HDR);
+	} else {
+		report(false, "mss growth: the last Send");
+		report(false, "mss growth: the last Read Response");
+	}
+	if (rsrc.addr)
+		eu_buf_free(&rsrc);
+	if (made)
+		eu_pair_fini(&p);
+	free(src);
+	free(dst);
+}
+
+/*
  * Read Responses with more Reads queued behind them (a rendezvous
  * stream): without the CRC each goes in one long sendmsg, not in 256 KiB
  * pieces; the last, alone, keeps them so its first octets leave early.
@@ -3493,6 +3587,7 @@ int main(int argc, char **argv)
 	timed("peek", test_peek);
 	timed("pipeline", test_pipeline);
 	timed("syscall economy", test_syscall_economy);
+	timed("mss growth", test_mss_growth);
 	timed("read stream calls", test_read_stream_calls);
 	timed("small recv calls", test_small_recv_calls);
 	timed("socket waits", test_socket_waits);

@@ -39,6 +39,7 @@
 #include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
 
+#include "iwarp/ring.h"
 #include "iwarp/wire.h"
 
 #define IWARP_PROV_NAME		"iwarp"

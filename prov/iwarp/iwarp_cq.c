@@ -58,8 +58,8 @@ static int iwarp_cq_grow(struct iwarp_cq *cq)
 		return -FI_ENOMEM;
 	}
 	for (i = 0; i < cq->count; i++) {
-		ring[i] = cq->ring[(cq->head + i) % cq->cap];
-		src[i] = cq->src[(cq->head + i) % cq->cap];
+		ring[i] = cq->ring[iw_ring_at(cq->head, i, cq->cap)];
+		src[i] = cq->src[iw_ring_at(cq->head, i, cq->cap)];
 	}
 	free(cq->ring);
 	free(cq->src);
@@ -79,7 +79,7 @@ static int iwarp_cq_grow_errs(struct iwarp_cq *cq)
 	if (!errs)
 		return -FI_ENOMEM;
 	for (i = 0; i < cq->ecount; i++)
-		errs[i] = cq->errs[(cq->ehead + i) % cq->ecap];
+		errs[i] = cq->errs[iw_ring_at(cq->ehead, i, cq->ecap)];
 	free(cq->errs);
 	cq->errs = errs;
 	cq->ehead = 0;
@@ -100,7 +100,7 @@ int iwarp_cq_write(struct iwarp_cq *cq, void *context, uint64_t flags,
 		FI_WARN(&iwarp_prov, FI_LOG_CQ, "completion lost: no memory\n");
 		return -FI_ENOMEM;
 	}
-	i = (cq->head + cq->count++) % cq->cap;
+	i = iw_ring_at(cq->head, cq->count++, cq->cap);
 	atomic_store_explicit(&cq->just_emptied, false, memory_order_relaxed);
 	cq->ring[i] = (struct fi_cq_tagged_entry){
 		.op_context = context,
@@ -137,7 +137,7 @@ int iwarp_cq_write_err(struct iwarp_cq *cq, void *context, uint64_t flags,
 		FI_WARN(&iwarp_prov, FI_LOG_CQ, "error completion lost\n");
 		return -FI_ENOMEM;
 	}
-	e = &cq->errs[(cq->ehead + cq->ecount++) % cq->ecap];
+	e = &cq->errs[iw_ring_at(cq->ehead, cq->ecount++, cq->ecap)];
 	atomic_store_explicit(&cq->just_emptied, false, memory_order_relaxed);
 	e->after = cq->written;
 	e->e = (struct fi_cq_err_entry){
@@ -178,7 +178,7 @@ static ssize_t iwarp_cq_read_locked(struct iwarp_cq *cq, void *buf,
 		dst += cq->entry_size;
 		if (src_addr)
 			src_addr[i] = cq->src[cq->head];
-		cq->head = (cq->head + 1) % cq->cap;
+		cq->head = iw_ring_next(cq->head, cq->cap);
 	}
 	cq->count -= count;
 	cq->taken += count;
@@ -274,7 +274,7 @@ static ssize_t iwarp_cq_readerr(struct fid_cq *cq_fid,
 	iwarp_progress(cq->fab);
 	if (cq->ecount) {
 		iwarp_cq_err_out(cq, &cq->errs[cq->ehead], buf);
-		cq->ehead = (cq->ehead + 1) % cq->ecap;
+		cq->ehead = iw_ring_next(cq->ehead, cq->ecap);
 		cq->ecount--;
 		ret = 1;
 	}
@@ -374,7 +374,7 @@ static void iwarp_cq_free(struct iwarp_cq *cq)
 {
 	while (cq->ecount) {
 		free(cq->errs[cq->ehead].err_data_buf);
-		cq->ehead = (cq->ehead + 1) % cq->ecap;
+		cq->ehead = iw_ring_next(cq->ehead, cq->ecap);
 		cq->ecount--;
 	}
 	free(cq->errs);
