@@ -43,6 +43,7 @@
 
 #define PORT_DEAD 23998		/* nothing listens here */
 #define PORT_RESTART 23997	/* the endpoint that restarts */
+#define WINDOW 64		/* credits a peer gives: eager messages */
 
 static struct fi_info *info;
 static struct fid_fabric *fabric;
@@ -52,6 +53,7 @@ struct rep {
 	struct fid_ep *ep;
 	struct fid_cq *cq;
 	struct fid_av *av;
+	struct fid_cntr *txc;	/* set before rep_open: bound FI_SEND */
 	struct sockaddr_in name;
 };
 
@@ -79,6 +81,8 @@ static int rep_open(struct rep *r, int port)
 		ret = fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV);
 	if (!ret)
 		ret = fi_ep_bind(r->ep, &r->av->fid, 0);
+	if (!ret && r->txc)
+		ret = fi_ep_bind(r->ep, &r->txc->fid, FI_SEND);
 	if (!ret)
 		ret = fi_enable(r->ep);
 	if (!ret)
@@ -512,6 +516,89 @@ static bool burst_reap(struct rep *a, struct rep *b, const char *out,
  * sendmsg. Loopback sends a segment per sendmsg here, so segments count
  * sendmsg calls.
  */
+/*
+ * Injects between ordinary sends once connected (shared memory takes an
+ * inject straight into its ring, with no send record): more than the
+ * peer's credits, sent while it posts nothing, all arrive once it does,
+ * in the order sent, with their tags, data and CQ data; the injects make
+ * no completion of their own and count on the send counter.
+ */
+static void test_inject_mix(void)
+{
+	enum { N = 3 * WINDOW };
+	static uint32_t out[N], in[N];
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct rep a = { 0 }, b = { 0 };
+	struct fid_cntr *tc = NULL;
+	fi_addr_t b_at_a;
+	uint64_t base = 0;
+	int i, bad = 0, wrong = 0, got = 0, sends = 0;
+	char w[8] = "warm";
+
+	if (!tap_ok(!fi_cntr_open(domain, &ca, &tc, NULL) && (a.txc = tc) &&
+		    !rep_open(&a, 0) && !rep_open(&b, 0),
+		    "inject mix: two endpoints, a send counter on one"))
+		goto out;
+	fi_av_insert(a.av, &b.name, 1, &b_at_a, 0, NULL);
+	fi_trecv(b.ep, in, sizeof(w), NULL, FI_ADDR_UNSPEC, 1, 0, NULL);
+	fi_tsend(a.ep, w, sizeof(w), NULL, b_at_a, 1, NULL);
+	tap_ok(reap(&b, &a, 5, &e, NULL, &err) == 1 &&
+	       reap(&a, &b, 5, &e, NULL, &err) == 1,
+	       "inject mix: a first message goes through");
+	base = fi_cntr_read(tc);
+	for (i = 0; i < N; i++) {
+		ssize_t r;
+
+		out[i] = 0x5eed0000u + (uint32_t)i;
+		if (i % 3 == 0)
+			r = fi_tinjectdata(a.ep, &out[i], sizeof(out[i]),
+					   1000 + i, b_at_a, 700 + i);
+		else if (i % 3 == 1)
+			r = fi_tinject(a.ep, &out[i], sizeof(out[i]), b_at_a,
+				       700 + i);
+		else
+			r = fi_tsend(a.ep, &out[i], sizeof(out[i]), NULL,
+				     b_at_a, 700 + i, &out[i]);
+		bad += r != 0;
+	}
+	for (i = 0; i < N; i++)
+		fi_trecv(b.ep, &in[i], sizeof(in[i]), NULL, FI_ADDR_UNSPEC, 0,
+			 ~0ull, &in[i]);
+	for (i = 0; i < N && reap(&b, &a, 5, &e, NULL, &err) == 1; i++) {
+		bool data = i % 3 == 0;
+
+		got++;
+		if (e.op_context != &in[i] || e.tag != 700u + (unsigned)i ||
+		    in[i] != out[i] || !(e.flags & FI_REMOTE_CQ_DATA) != !data ||
+		    (data && e.data != 1000u + (unsigned)i)) {
+			if (!wrong++)
+				tap_diag("inject mix: message %d: tag %llu, "
+					 "%08x, data %llu", i,
+					 (unsigned long long)e.tag, in[i],
+					 (unsigned long long)e.data);
+		}
+	}
+	tap_ok(!bad && got == N && !wrong, "inject mix: %d injects, "
+	       "injects with data and sends, %d more than the credits, "
+	       "arrive in order, intact (%d refused, %d arrived, %d wrong)",
+	       N, N - WINDOW, bad, got, wrong);
+	while (reap(&a, &b, 0.3, &e, NULL, &err) == 1)
+		sends += e.tag >= 700 && e.tag < 700 + N &&
+			 e.op_context == &out[e.tag - 700] &&
+			 (e.tag - 700) % 3 == 2;
+	tap_ok(sends == N / 3 && fi_cntr_read(tc) - base == N,
+	       "inject mix: only the %d sends complete; the send counter "
+	       "counts all %d (%d, +%llu)", N / 3, N, sends,
+	       (unsigned long long)(fi_cntr_read(tc) - base));
+out:
+	rep_close(&a);
+	rep_close(&b);
+	if (tc)
+		fi_close(&tc->fid);
+}
+
 static void test_burst(void)
 {
 	enum { N = 16, SMALL = 1000, BIG = 16384, NBIG = 24, FREE = 4 };
@@ -594,6 +681,7 @@ int main(void)
 	test_self();
 	test_source();
 	test_inject();
+	test_inject_mix();
 	test_late_insert();
 	test_errors_keep_context();
 	test_burst();

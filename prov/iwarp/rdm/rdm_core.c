@@ -314,6 +314,34 @@ static int iwarp_rdm_wr_end(struct iwarp_rdm_tx *tx, int ret)
 	return ret;
 }
 
+/* A header that gave back `given` credits went out. */
+static void iwarp_rdm_hdr_sent(struct iwarp_rdm_peer *peer, uint16_t given,
+			       bool counted)
+{
+	peer->owed = 0;
+	peer->granted += given;
+	if (counted)
+		peer->credits--;
+}
+
+bool iwarp_rdm_inject_now(struct iwarp_rdm_peer *peer,
+			  struct iwarp_rdm_hdr *h, const struct iovec *iov,
+			  size_t count)
+{
+	uint8_t hbuf[IWARP_RDM_HDR_LEN];
+
+	if (!peer->xp->post_inline || !peer->up || !peer->credits ||
+	    !iwarp_list_empty(&peer->pending))
+		return false;
+	h->op = IWARP_RDM_EAGER;
+	h->credits = peer->owed;
+	iwarp_rdm_hdr_put(hbuf, h);
+	if (!peer->xp->post_inline(peer->xc, hbuf, sizeof(hbuf), iov, count))
+		return false;
+	iwarp_rdm_hdr_sent(peer, h->credits, true);
+	return true;
+}
+
 /* The RDM header, and the payload of EAGER, AREQ and ARESP. */
 static int iwarp_rdm_post_hdr(struct iwarp_rdm_peer *peer,
 			      struct iwarp_rdm_tx *tx, uint8_t op)
@@ -341,10 +369,7 @@ static int iwarp_rdm_post_hdr(struct iwarp_rdm_peer *peer,
 		return ret;
 	if (!peer->up)
 		return 0;	/* lost inside the post: windows were reset */
-	peer->owed = 0;
-	peer->granted += given;
-	if (counted)
-		peer->credits--;
+	iwarp_rdm_hdr_sent(peer, given, counted);
 	return 0;
 }
 

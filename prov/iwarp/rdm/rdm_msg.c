@@ -823,6 +823,40 @@ static int iwarp_rdm_send_prep(struct iwarp_rdm_ep *ep,
 		       iwarp_rdm_rndv(ep, tx) : 0;
 }
 
+/*
+ * An inject handed straight to a transport that takes it whole at once
+ * (shared memory): no send record to fill, queue and retire, which on a
+ * same-host ping-pong is most of what a send costs. Lock held.
+ */
+static bool iwarp_rdm_inject_fast(struct iwarp_rdm_ep *ep,
+				  struct iwarp_ep_base *owner,
+				  const struct iovec *iov, size_t count,
+				  size_t len, fi_addr_t dest, uint64_t tag,
+				  uint64_t data, uint64_t flags, bool tagged)
+{
+	struct iwarp_ep_base *b = owner ? owner : &ep->base;
+	struct iwarp_rdm_hdr h = {
+		.flags = (uint8_t)((tagged ? IWARP_RDM_F_TAGGED : 0) |
+				   (flags & FI_REMOTE_CQ_DATA ?
+					    IWARP_RDM_F_DATA : 0) |
+				   iwarp_rdm_rxc_flags(ep, dest)),
+		.len = (uint32_t)len,
+		.msg_id = ep->next_msg_id + 1,
+		.tag = tag,
+		.data = data,
+	};
+	struct iwarp_rdm_peer *peer = iwarp_rdm_dest(ep, dest);
+	struct iwarp_cntr *cntr;
+
+	if (!peer || !iwarp_rdm_inject_now(peer, &h, iov, count))
+		return false;
+	ep->next_msg_id++;
+	cntr = iwarp_ep_base_cntr(b, FI_SEND | (tagged ? FI_TAGGED : FI_MSG));
+	if (cntr)
+		iwarp_cntr_inc(cntr);
+	return true;
+}
+
 ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 			      struct iwarp_ep_base *owner,
 			      const struct iovec *iov, size_t count,
@@ -847,6 +881,12 @@ ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 				 len > IWARP_RDM_INJECT_MAX))
 		return -FI_EINVAL;
 	iwarp_lock(ep->base.fab);
+	if ((flags & IWARP_INJECT_CALL) &&
+	    iwarp_rdm_inject_fast(ep, owner, iov, count, len, dest, tag, data,
+				  flags, tagged)) {
+		iwarp_unlock(ep->base.fab);
+		return 0;
+	}
 	tx = iwarp_stash_get_part(&ep->tx_stash, sizeof(*tx),
 				  IWARP_RDM_TX_CLEAR);
 	if (!tx) {

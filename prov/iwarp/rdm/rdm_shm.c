@@ -1871,6 +1871,15 @@ static size_t shm_stream_eager(const struct iwarp_rdm_xconn *xc)
 	       iw->stream_eager(c->iw);
 }
 
+/* Straight into the ring, nothing to complete: an inject needs no
+ * completion and the peer has the message once it is in its ring. */
+static bool shm_post_inline(struct iwarp_rdm_xconn *xc, const uint8_t *hdr,
+			    size_t hdr_len, const struct iovec *iov,
+			    size_t count)
+{
+	return shm_post_small(shm_of(xc), NULL, hdr, hdr_len, iov, count);
+}
+
 const struct iwarp_rdm_xport iwarp_rdm_shm_xport = {
 	.name = "shm",
 	.listen = shm_listen,
@@ -1885,4 +1894,5 @@ const struct iwarp_rdm_xport iwarp_rdm_shm_xport = {
 	.window = shm_window,
 	.eager_idle = shm_eager_idle,
 	.stream_eager = shm_stream_eager,
+	.post_inline = shm_post_inline,
 };

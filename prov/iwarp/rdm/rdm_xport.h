@@ -141,6 +141,15 @@ struct iwarp_rdm_xport {
 	 * receiver's process_vm_readv): when both sides stream, each core's
 	 * copies are the whole cost. Over TCP both take two. */
 	size_t (*stream_eager)(const struct iwarp_rdm_xconn *xc);
+	/*
+	 * An inject's message, posted now if the transport takes it whole
+	 * at once and what it took is as good as delivered (a shared-memory
+	 * ring): true when it went; false, nothing posted, to take the
+	 * ordinary way. NULL where there is no such way.
+	 */
+	bool (*post_inline)(struct iwarp_rdm_xconn *xc, const uint8_t *hdr,
+			    size_t hdr_len, const struct iovec *iov,
+			    size_t count);
 };
 
 extern const struct iwarp_rdm_xport iwarp_rdm_iw_xport;
