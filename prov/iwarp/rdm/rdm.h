@@ -344,11 +344,13 @@ static inline bool iwarp_rdm_counted(uint8_t op)
 	       op == IWARP_RDM_WDATA || op == IWARP_RDM_AREQ;
 }
 
-static inline bool iwarp_rdm_wants_cq(const struct iwarp_rdm_ep *ep,
+/* Whether an operation on b (an endpoint, or its tx context) with these
+ * flags makes a completion. */
+static inline bool iwarp_rdm_wants_cq(const struct iwarp_ep_base *b,
 				      uint64_t flags)
 {
 	return !(flags & IWARP_INJECT_CALL) &&
-	       (!ep->base.tx_selective || (flags & FI_COMPLETION));
+	       (!b->tx_selective || (flags & FI_COMPLETION));
 }
 
 /* ---- rdm_core.c: peers, operations, posting, credits */

@@ -491,7 +491,7 @@ static ssize_t iwarp_rdm_atomic(struct iwarp_rdm_ep *ep, int class,
 	tx->cq_flags = FI_ATOMIC | (class == IWARP_AT_WRITE ? FI_WRITE :
 							      FI_READ);
 	tx->len = n * size;
-	tx->cq = iwarp_rdm_wants_cq(ep, flags);
+	tx->cq = iwarp_rdm_wants_cq(&ep->base, flags);
 	tx->op_flags = flags & ~IWARP_INJECT_CALL;
 	tx->rkey = (uint32_t)m->rma_iov[0].key;
 	tx->raddr = m->rma_iov[0].addr;

@@ -751,8 +751,7 @@ static void iwarp_rdm_tx_fill(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
 	tx->hdr.flags = (tagged ? IWARP_RDM_F_TAGGED : 0) |
 			(flags & FI_REMOTE_CQ_DATA ? IWARP_RDM_F_DATA : 0);
 	tx->hdr.len = (uint32_t)tx->len;
-	tx->cq = !(flags & IWARP_INJECT_CALL) &&
-		 (!b->tx_selective || (flags & FI_COMPLETION));
+	tx->cq = iwarp_rdm_wants_cq(b, flags);
 }
 
 /* The rx context fi_rx_addr put in dest's top bits, for the header. */
@@ -824,17 +823,22 @@ static int iwarp_rdm_send_prep(struct iwarp_rdm_ep *ep,
 }
 
 /*
- * An inject handed straight to a transport that takes it whole at once
- * (shared memory): no send record to fill, queue and retire, which on a
- * same-host ping-pong is most of what a send costs. Lock held.
+ * A small send handed straight to a transport that takes it whole at
+ * once (shared memory): no send record to fill, queue and retire, which
+ * on a same-host ping-pong is most of what a send costs. In the peer's
+ * ring the message is as good as delivered, so its completion (none for
+ * an inject) is written at once. Fenced and delivery-complete sends keep
+ * the ordinary way. Lock held.
  */
-static bool iwarp_rdm_inject_fast(struct iwarp_rdm_ep *ep,
-				  struct iwarp_ep_base *owner,
-				  const struct iovec *iov, size_t count,
-				  size_t len, fi_addr_t dest, uint64_t tag,
-				  uint64_t data, uint64_t flags, bool tagged)
+static bool iwarp_rdm_send_fast(struct iwarp_rdm_ep *ep,
+				struct iwarp_ep_base *owner,
+				const struct iovec *iov, size_t count,
+				size_t len, fi_addr_t dest, uint64_t tag,
+				uint64_t data, void *context, uint64_t flags,
+				bool tagged)
 {
 	struct iwarp_ep_base *b = owner ? owner : &ep->base;
+	uint64_t cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
 	struct iwarp_rdm_hdr h = {
 		.flags = (uint8_t)((tagged ? IWARP_RDM_F_TAGGED : 0) |
 				   (flags & FI_REMOTE_CQ_DATA ?
@@ -845,13 +849,20 @@ static bool iwarp_rdm_inject_fast(struct iwarp_rdm_ep *ep,
 		.tag = tag,
 		.data = data,
 	};
-	struct iwarp_rdm_peer *peer = iwarp_rdm_dest(ep, dest);
+	struct iwarp_rdm_peer *peer;
 	struct iwarp_cntr *cntr;
 
+	if (flags & (IWARP_RDM_DELIVERY | FI_FENCE) ||
+	    (!(flags & FI_INJECT) && len > iwarp_params.rdm_eager))
+		return false;
+	peer = iwarp_rdm_dest(ep, dest);
 	if (!peer || !iwarp_rdm_inject_now(peer, &h, iov, count))
 		return false;
 	ep->next_msg_id++;
-	cntr = iwarp_ep_base_cntr(b, FI_SEND | (tagged ? FI_TAGGED : FI_MSG));
+	if (iwarp_rdm_wants_cq(b, flags))
+		iwarp_cq_write(b->tx_cq, context, cq_flags, len, NULL, 0,
+			       tagged ? tag : 0, FI_ADDR_NOTAVAIL);
+	cntr = iwarp_ep_base_cntr(b, cq_flags);
 	if (cntr)
 		iwarp_cntr_inc(cntr);
 	return true;
@@ -881,9 +892,8 @@ ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 				 len > IWARP_RDM_INJECT_MAX))
 		return -FI_EINVAL;
 	iwarp_lock(ep->base.fab);
-	if ((flags & IWARP_INJECT_CALL) &&
-	    iwarp_rdm_inject_fast(ep, owner, iov, count, len, dest, tag, data,
-				  flags, tagged)) {
+	if (iwarp_rdm_send_fast(ep, owner, iov, count, len, dest, tag, data,
+				context, flags, tagged)) {
 		iwarp_unlock(ep->base.fab);
 		return 0;
 	}

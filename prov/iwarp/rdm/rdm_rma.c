@@ -42,7 +42,7 @@ static ssize_t iwarp_rdm_rma(struct iwarp_rdm_ep *ep, bool write,
 	}
 	tx->rkey = (uint32_t)key;
 	tx->raddr = addr;
-	tx->cq = iwarp_rdm_wants_cq(ep, flags);
+	tx->cq = iwarp_rdm_wants_cq(&ep->base, flags);
 	tx->op_flags = flags & ~IWARP_INJECT_CALL;
 	if (write && (flags & FI_INJECT) && iwarp_rdm_tx_flatten(tx)) {
 		free(tx);
