@@ -516,6 +516,20 @@ static bool burst_reap(struct rep *a, struct rep *b, const char *out,
  * sendmsg. Loopback sends a segment per sendmsg here, so segments count
  * sendmsg calls.
  */
+/* Connects a to b: a first message goes through and completes, and b
+ * owes nothing back. */
+static bool rep_warm(struct rep *a, struct rep *b, fi_addr_t b_at_a)
+{
+	static char w[8] = "warm", in[8];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+
+	fi_trecv(b->ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 1, 0, NULL);
+	fi_tsend(a->ep, w, sizeof(w), NULL, b_at_a, 1, NULL);
+	return reap(b, a, 5, &e, NULL, &err) == 1 &&
+	       reap(a, b, 5, &e, NULL, &err) == 1;
+}
+
 /*
  * Injects between ordinary sends once connected (shared memory takes an
  * inject straight into its ring, with no send record): more than the
@@ -535,17 +549,13 @@ static void test_inject_mix(void)
 	fi_addr_t b_at_a;
 	uint64_t base = 0;
 	int i, bad = 0, wrong = 0, got = 0, sends = 0;
-	char w[8] = "warm";
 
 	if (!tap_ok(!fi_cntr_open(domain, &ca, &tc, NULL) && (a.txc = tc) &&
 		    !rep_open(&a, 0) && !rep_open(&b, 0),
 		    "inject mix: two endpoints, a send counter on one"))
 		goto out;
 	fi_av_insert(a.av, &b.name, 1, &b_at_a, 0, NULL);
-	fi_trecv(b.ep, in, sizeof(w), NULL, FI_ADDR_UNSPEC, 1, 0, NULL);
-	fi_tsend(a.ep, w, sizeof(w), NULL, b_at_a, 1, NULL);
-	tap_ok(reap(&b, &a, 5, &e, NULL, &err) == 1 &&
-	       reap(&a, &b, 5, &e, NULL, &err) == 1,
+	tap_ok(rep_warm(&a, &b, b_at_a),
 	       "inject mix: a first message goes through");
 	base = fi_cntr_read(tc);
 	for (i = 0; i < N; i++) {
@@ -603,23 +613,16 @@ static void test_burst(void)
 {
 	enum { N = 16, SMALL = 1000, BIG = 16384, NBIG = 24, FREE = 4 };
 	static char out[NBIG * BIG], in[NBIG * BIG];
-	struct fi_cq_tagged_entry e;
-	struct fi_cq_err_entry err;
 	struct rep a = { 0 }, b = { 0 };
 	fi_addr_t b_at_a;
 	int ctx[N], i, fd = -1, at_post, s0;
 	bool tcp = !shm_run();
-	char w[8] = "warm";
 
 	if (!tap_ok(!rep_open(&a, 0) && !rep_open(&b, 0),
 		    "burst: two endpoints open"))
 		goto out;
 	fi_av_insert(a.av, &b.name, 1, &b_at_a, 0, NULL);
-	/* connected, and b owes nothing back */
-	fi_trecv(b.ep, in, sizeof(w), NULL, FI_ADDR_UNSPEC, 1, 0, NULL);
-	fi_tsend(a.ep, w, sizeof(w), NULL, b_at_a, 1, NULL);
-	tap_ok(reap(&b, &a, 5, &e, NULL, &err) == 1 &&
-	       reap(&a, &b, 5, &e, NULL, &err) == 1,
+	tap_ok(rep_warm(&a, &b, b_at_a),
 	       "burst: a first message goes through");
 	if (tcp)
 		fd = sock_to(&b.name);
