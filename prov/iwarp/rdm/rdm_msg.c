@@ -832,6 +832,7 @@ static int iwarp_rdm_send_prep(struct iwarp_rdm_ep *ep,
  */
 static bool iwarp_rdm_send_fast(struct iwarp_rdm_ep *ep,
 				struct iwarp_ep_base *owner,
+				struct iwarp_rdm_peer *peer,
 				const struct iovec *iov, size_t count,
 				size_t len, fi_addr_t dest, uint64_t tag,
 				uint64_t data, void *context, uint64_t flags,
@@ -849,14 +850,11 @@ static bool iwarp_rdm_send_fast(struct iwarp_rdm_ep *ep,
 		.tag = tag,
 		.data = data,
 	};
-	struct iwarp_rdm_peer *peer;
 	struct iwarp_cntr *cntr;
 
 	if (flags & (IWARP_RDM_DELIVERY | FI_FENCE) ||
-	    (!(flags & FI_INJECT) && len > iwarp_params.rdm_eager))
-		return false;
-	peer = iwarp_rdm_dest(ep, dest);
-	if (!peer || !iwarp_rdm_inject_now(peer, &h, iov, count))
+	    (!(flags & FI_INJECT) && len > iwarp_params.rdm_eager) ||
+	    !iwarp_rdm_inject_now(peer, &h, iov, count))
 		return false;
 	ep->next_msg_id++;
 	if (iwarp_rdm_wants_cq(b, flags))
@@ -892,8 +890,13 @@ ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 				 len > IWARP_RDM_INJECT_MAX))
 		return -FI_EINVAL;
 	iwarp_lock(ep->base.fab);
-	if (iwarp_rdm_send_fast(ep, owner, iov, count, len, dest, tag, data,
-				context, flags, tagged)) {
+	peer = iwarp_rdm_dest(ep, dest);
+	if (!peer) {
+		iwarp_unlock(ep->base.fab);
+		return ep->base.enabled ? -FI_EINVAL : -FI_EOPBADSTATE;
+	}
+	if (iwarp_rdm_send_fast(ep, owner, peer, iov, count, len, dest, tag,
+				data, context, flags, tagged)) {
 		iwarp_unlock(ep->base.fab);
 		return 0;
 	}
@@ -909,12 +912,6 @@ ssize_t iwarp_rdm_send_common(struct iwarp_rdm_ep *ep,
 	tx->hdr.flags |= iwarp_rdm_rxc_flags(ep, dest);
 	tx->hdr.tag = tag;
 	tx->hdr.data = data;
-	peer = iwarp_rdm_dest(ep, dest);
-	if (!peer) {
-		iwarp_stash_put(&ep->tx_stash, tx);
-		iwarp_unlock(ep->base.fab);
-		return ep->base.enabled ? -FI_EINVAL : -FI_EOPBADSTATE;
-	}
 	tx->hdr.msg_id = ++ep->next_msg_id;
 	ret = iwarp_rdm_send_prep(ep, peer, tx, flags & ~IWARP_INJECT_CALL);
 	if (ret) {
