@@ -419,7 +419,6 @@ static inline bool iw_wr_imm(enum iw_wr_opcode op)
 /* ---- iw_qpcore.c: the narrow interface beneath the QP. Connection
  * setup, transmit and receive report upward only through these. */
 int iw_qp_setup_full_op(struct iw_qp *qp);
-#define IW_MSS_SETTLE 32
 void iw_qp_mss_refresh(struct iw_qp *qp);
 void iw_qp_event(struct iw_qp *qp, struct iw_cm_event *ev);
 void iw_qp_established(struct iw_qp *qp);

@@ -17,6 +17,8 @@
 
 #include "iw_priv.h"
 
+#define IW_MSS_SETTLE 32	/* same answers in a row: asked no more */
+
 /* MULPDU from the socket's current MSS (RFC 5044 §7.1), or the fixed one
  * the QP was created with. */
 static uint32_t iw_qp_mss_mulpdu(struct iw_qp *qp)

@@ -254,6 +254,17 @@ static uint32_t iw_seg_room(const struct iw_qp *qp, bool tagged)
 	return qp->mulpdu - (tagged ? DDP_TAGGED_HDR : DDP_UNTAGGED_HDR);
 }
 
+/* iw_seg_room for the next FPDU of a message of len octets, sent of them
+ * out: before the first of one that takes several, the MSS is asked
+ * again (iw_qp_mss_refresh). */
+static uint32_t iw_msg_room(struct iw_qp *qp, bool tagged, uint32_t len,
+			    uint32_t sent)
+{
+	if (!sent && len > iw_seg_room(qp, tagged))
+		iw_qp_mss_refresh(qp);
+	return iw_seg_room(qp, tagged);
+}
+
 /* RFC 7306 FetchAdd: a set mask bit i drops the carry out of bit i. */
 static uint64_t iw_masked_add(uint64_t a, uint64_t b, uint64_t mask)
 {
@@ -333,10 +344,8 @@ static bool iw_tx_build_irq(struct iw_qp *qp)
 
 	if (e->atomic)
 		return iw_tx_build_aresp(qp, e);
-	if (!e->sent && e->rr.size > iw_seg_room(qp, true))
-		iw_qp_mss_refresh(qp);
 	left = e->rr.size - e->sent;
-	n = iw_seg_room(qp, true);
+	n = iw_msg_room(qp, true, e->rr.size, e->sent);
 	if (n > left)
 		n = left;
 	if (n) {
@@ -460,10 +469,8 @@ static void iw_tx_build_sq(struct iw_qp *qp)
 		iw_tx_imm(qp, w);
 		return;
 	}
-	if (!w->sent && w->len > iw_seg_room(qp, tagged))
-		iw_qp_mss_refresh(qp);
 	left = w->len - w->sent;
-	n = iw_seg_room(qp, tagged);
+	n = iw_msg_room(qp, tagged, w->len, w->sent);
 	/* a whole message in one FPDU */
 	if (!tagged && !w->sent && left <= n && iw_tx_flat_send(qp, w)) {
 		qp->tx_sq_busy = true;

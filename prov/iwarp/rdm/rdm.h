@@ -375,12 +375,12 @@ struct iwarp_rdm_peer *iwarp_rdm_dest(struct iwarp_rdm_ep *ep,
 /* The peer's fi_addr_t in the endpoint's AV, or FI_ADDR_NOTAVAIL. */
 fi_addr_t iwarp_rdm_from(struct iwarp_rdm_peer *peer);
 void iwarp_rdm_queue(struct iwarp_rdm_peer *peer, struct iwarp_rdm_tx *tx);
-/* An inject's EAGER posted at once where the transport takes it whole
- * (post_inline) and nothing waits before it: no send record; false to
- * go the ordinary way, with nothing done. */
-bool iwarp_rdm_inject_now(struct iwarp_rdm_peer *peer,
-			  struct iwarp_rdm_hdr *h, const struct iovec *iov,
-			  size_t count);
+/* An EAGER posted at once through the peer's post_inline (the caller
+ * checked it has one) when nothing waits before it and a credit is
+ * left: no send record; false to go the ordinary way, nothing done. */
+bool iwarp_rdm_eager_now(struct iwarp_rdm_peer *peer,
+			 struct iwarp_rdm_hdr *h, const struct iovec *iov,
+			 size_t count);
 /* Posts what is queued for a peer, in order, as far as it can. */
 void iwarp_rdm_flush(struct iwarp_rdm_peer *peer);
 /* Queues a one-sided tx for dest (under the lock), or frees it. */

@@ -324,14 +324,13 @@ static void iwarp_rdm_hdr_sent(struct iwarp_rdm_peer *peer, uint16_t given,
 		peer->credits--;
 }
 
-bool iwarp_rdm_inject_now(struct iwarp_rdm_peer *peer,
-			  struct iwarp_rdm_hdr *h, const struct iovec *iov,
-			  size_t count)
+bool iwarp_rdm_eager_now(struct iwarp_rdm_peer *peer,
+			 struct iwarp_rdm_hdr *h, const struct iovec *iov,
+			 size_t count)
 {
 	uint8_t hbuf[IWARP_RDM_HDR_LEN];
 
-	if (!peer->xp->post_inline || !peer->up || !peer->credits ||
-	    !iwarp_list_empty(&peer->pending))
+	if (!peer->up || !peer->credits || !iwarp_list_empty(&peer->pending))
 		return false;
 	h->op = IWARP_RDM_EAGER;
 	h->credits = peer->owed;

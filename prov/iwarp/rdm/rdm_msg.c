@@ -730,6 +730,18 @@ static int iwarp_rdm_rndv(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx)
 	return 0;
 }
 
+/* A send's header flags (but the rx context's) and completion flags. */
+static uint8_t iwarp_rdm_send_hflags(uint64_t flags, bool tagged)
+{
+	return (uint8_t)((tagged ? IWARP_RDM_F_TAGGED : 0) |
+			 (flags & FI_REMOTE_CQ_DATA ? IWARP_RDM_F_DATA : 0));
+}
+
+static uint64_t iwarp_rdm_send_cq_flags(bool tagged)
+{
+	return FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+}
+
 /* Fills a send record in from the call (lock held): an EAGER so far. */
 static void iwarp_rdm_tx_fill(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
 			      const struct iovec *iov, size_t count,
@@ -741,15 +753,14 @@ static void iwarp_rdm_tx_fill(struct iwarp_rdm_ep *ep, struct iwarp_rdm_tx *tx,
 
 	tx->owner = IWARP_RDM_OWN_TX;
 	tx->op_flags = flags;
-	tx->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+	tx->cq_flags = iwarp_rdm_send_cq_flags(tagged);
 	tx->count = count;
 	for (i = 0; i < count; i++) {
 		tx->iov[i] = iov[i];
 		tx->len += iov[i].iov_len;
 	}
 	tx->hdr.op = IWARP_RDM_EAGER;
-	tx->hdr.flags = (tagged ? IWARP_RDM_F_TAGGED : 0) |
-			(flags & FI_REMOTE_CQ_DATA ? IWARP_RDM_F_DATA : 0);
+	tx->hdr.flags = iwarp_rdm_send_hflags(flags, tagged);
 	tx->hdr.len = (uint32_t)tx->len;
 	tx->cq = iwarp_rdm_wants_cq(b, flags);
 }
@@ -839,22 +850,22 @@ static bool iwarp_rdm_send_fast(struct iwarp_rdm_ep *ep,
 				bool tagged)
 {
 	struct iwarp_ep_base *b = owner ? owner : &ep->base;
-	uint64_t cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-	struct iwarp_rdm_hdr h = {
-		.flags = (uint8_t)((tagged ? IWARP_RDM_F_TAGGED : 0) |
-				   (flags & FI_REMOTE_CQ_DATA ?
-					    IWARP_RDM_F_DATA : 0) |
+	uint64_t cq_flags = iwarp_rdm_send_cq_flags(tagged);
+	struct iwarp_rdm_hdr h;
+	struct iwarp_cntr *cntr;
+
+	if (!peer->xp->post_inline || flags & (IWARP_RDM_DELIVERY | FI_FENCE) ||
+	    (!(flags & FI_INJECT) && len > iwarp_params.rdm_eager))
+		return false;
+	h = (struct iwarp_rdm_hdr){
+		.flags = (uint8_t)(iwarp_rdm_send_hflags(flags, tagged) |
 				   iwarp_rdm_rxc_flags(ep, dest)),
 		.len = (uint32_t)len,
 		.msg_id = ep->next_msg_id + 1,
 		.tag = tag,
 		.data = data,
 	};
-	struct iwarp_cntr *cntr;
-
-	if (flags & (IWARP_RDM_DELIVERY | FI_FENCE) ||
-	    (!(flags & FI_INJECT) && len > iwarp_params.rdm_eager) ||
-	    !iwarp_rdm_inject_now(peer, &h, iov, count))
+	if (!iwarp_rdm_eager_now(peer, &h, iov, count))
 		return false;
 	ep->next_msg_id++;
 	if (iwarp_rdm_wants_cq(b, flags))

@@ -1871,8 +1871,8 @@ static size_t shm_stream_eager(const struct iwarp_rdm_xconn *xc)
 	       iw->stream_eager(c->iw);
 }
 
-/* Straight into the ring, nothing to complete: an inject needs no
- * completion and the peer has the message once it is in its ring. */
+/* Straight into the ring, nothing to complete: the peer has the
+ * message once it is in its ring. */
 static bool shm_post_inline(struct iwarp_rdm_xconn *xc, const uint8_t *hdr,
 			    size_t hdr_len, const struct iovec *iov,
 			    size_t count)

@@ -142,10 +142,11 @@ struct iwarp_rdm_xport {
 	 * copies are the whole cost. Over TCP both take two. */
 	size_t (*stream_eager)(const struct iwarp_rdm_xconn *xc);
 	/*
-	 * An inject's message, posted now if the transport takes it whole
-	 * at once and what it took is as good as delivered (a shared-memory
-	 * ring): true when it went; false, nothing posted, to take the
-	 * ordinary way. NULL where there is no such way.
+	 * A message posted now, with no completion to come, if the
+	 * transport takes it whole at once and what it took is as good as
+	 * delivered (a shared-memory ring): true when it went; false,
+	 * nothing posted, to take the ordinary way. NULL where there is no
+	 * such way.
 	 */
 	bool (*post_inline)(struct iwarp_rdm_xconn *xc, const uint8_t *hdr,
 			    size_t hdr_len, const struct iovec *iov,
