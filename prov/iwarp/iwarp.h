@@ -106,6 +106,9 @@ struct iwarp_params {
 #define IWARP_SPIN_US_DEFAULT 100
 #define IWARP_IDLE_YIELD_DEFAULT 256
 #define IWARP_IDLE_YIELD_EVERY 16	/* then one empty read in so many */
+/* while yields keep handing the core to another task, the first comes
+ * after this many empty reads instead (iwarp_cq_yield) */
+#define IWARP_IDLE_YIELD_SHARED 16
 
 #define IWARP_RDM_PROBE_MS_DEFAULT 2000
 
@@ -438,6 +441,7 @@ struct iwarp_cq {
 	bool threshold;			/* FI_CQ_COND_THRESHOLD */
 	atomic_bool just_emptied;	/* see iwarp_cq_readfrom */
 	unsigned int idle_reads;	/* empty reads in a row (lock held) */
+	atomic_uint shared;		/* see iwarp_cq_yield */
 	atomic_int ref;			/* bound endpoints */
 };
 

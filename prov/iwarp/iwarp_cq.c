@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 
 /*
  * The ring is allocated at the first completion, sized by the user's hint
@@ -185,6 +186,49 @@ static ssize_t iwarp_cq_read_locked(struct iwarp_cq *cq, void *buf,
 	return count;
 }
 
+/*
+ * A yield that took this long gave the core to another task: then the
+ * core is shared (more busy ranks than cores), and a reader waiting on a
+ * peer yields early, as the peer may be the task that needs the core.
+ * Yields that come straight back wear the mark off; on a core of its own
+ * a reader keeps spinning for its latency.
+ */
+#define IWARP_YIELD_SWITCHED_NS	2000
+#define IWARP_SHARED_MARK	64
+
+static uint64_t iwarp_cq_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void iwarp_cq_yield(struct iwarp_cq *cq)
+{
+	uint64_t t0 = iwarp_cq_ns();
+	unsigned int mark;
+
+	sched_yield();
+	mark = atomic_load_explicit(&cq->shared, memory_order_relaxed);
+	if (iwarp_cq_ns() - t0 >= IWARP_YIELD_SWITCHED_NS)
+		mark = IWARP_SHARED_MARK;
+	else if (mark)
+		mark--;
+	atomic_store_explicit(&cq->shared, mark, memory_order_relaxed);
+}
+
+/* Empty reads in a row before the first yield. */
+static unsigned int iwarp_cq_yield_after(struct iwarp_cq *cq)
+{
+	unsigned int after = (unsigned int)iwarp_params.idle_yield;
+
+	if (atomic_load_explicit(&cq->shared, memory_order_relaxed) &&
+	    after > IWARP_IDLE_YIELD_SHARED)
+		after = IWARP_IDLE_YIELD_SHARED;
+	return after;
+}
+
 static ssize_t iwarp_cq_readfrom(struct fid_cq *cq_fid, void *buf,
 				 size_t count, fi_addr_t *src_addr)
 {
@@ -219,10 +263,9 @@ static ssize_t iwarp_cq_readfrom(struct fid_cq *cq_fid, void *buf,
 	 * peer that shares its core, the very one whose progress it waits
 	 * for, off the processor for a whole time slice.
 	 */
-	if (iwarp_params.idle_yield &&
-	    idle >= (unsigned int)iwarp_params.idle_yield &&
-	    !(idle % IWARP_IDLE_YIELD_EVERY))
-		sched_yield();
+	if (iwarp_params.idle_yield && !(idle % IWARP_IDLE_YIELD_EVERY) &&
+	    idle >= iwarp_cq_yield_after(cq))
+		iwarp_cq_yield(cq);
 	return ret;
 }
 
