@@ -187,14 +187,17 @@ static ssize_t iwarp_cq_read_locked(struct iwarp_cq *cq, void *buf,
 }
 
 /*
- * A yield that took this long gave the core to another task: then the
- * core is shared (more busy ranks than cores), and a reader waiting on a
- * peer yields early, as the peer may be the task that needs the core.
- * Yields that come straight back wear the mark off; on a core of its own
- * a reader keeps spinning for its latency.
+ * A yield that took this long gave the core to another task. While most
+ * yields do, the core is shared (more busy ranks than cores) and a
+ * reader waiting on a peer yields early, as the peer may be the task
+ * that needs the core; a yield now and then to a passing daemon does not
+ * make a core shared. On a core of its own a reader keeps spinning, for
+ * its latency.
  */
 #define IWARP_YIELD_SWITCHED_NS	2000
-#define IWARP_SHARED_MARK	64
+#define IWARP_SHARED_UP		8	/* a yield that gave the core away */
+#define IWARP_SHARED_MAX	64
+#define IWARP_SHARED_AT		32	/* at least: yield early */
 
 static uint64_t iwarp_cq_ns(void)
 {
@@ -207,15 +210,16 @@ static uint64_t iwarp_cq_ns(void)
 static void iwarp_cq_yield(struct iwarp_cq *cq)
 {
 	uint64_t t0 = iwarp_cq_ns();
-	unsigned int mark;
+	unsigned int score;
 
 	sched_yield();
-	mark = atomic_load_explicit(&cq->shared, memory_order_relaxed);
+	score = atomic_load_explicit(&cq->shared, memory_order_relaxed);
 	if (iwarp_cq_ns() - t0 >= IWARP_YIELD_SWITCHED_NS)
-		mark = IWARP_SHARED_MARK;
-	else if (mark)
-		mark--;
-	atomic_store_explicit(&cq->shared, mark, memory_order_relaxed);
+		score = score + IWARP_SHARED_UP > IWARP_SHARED_MAX ?
+				IWARP_SHARED_MAX : score + IWARP_SHARED_UP;
+	else if (score)
+		score--;
+	atomic_store_explicit(&cq->shared, score, memory_order_relaxed);
 }
 
 /* Empty reads in a row before the first yield. */
@@ -223,7 +227,8 @@ static unsigned int iwarp_cq_yield_after(struct iwarp_cq *cq)
 {
 	unsigned int after = (unsigned int)iwarp_params.idle_yield;
 
-	if (atomic_load_explicit(&cq->shared, memory_order_relaxed) &&
+	if (atomic_load_explicit(&cq->shared, memory_order_relaxed) >=
+		    IWARP_SHARED_AT &&
 	    after > IWARP_IDLE_YIELD_SHARED)
 		after = IWARP_IDLE_YIELD_SHARED;
 	return after;
