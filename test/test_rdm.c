@@ -17,7 +17,10 @@
  *   the caller's context;
  * - messages posted back to back arrive intact and in order; over TCP
  *   the first four leave at once and those behind them leave together,
- *   at the next progress call or once 256 KiB wait (TCP segments counted).
+ *   at the next progress call or once 256 KiB wait (TCP segments counted);
+ * - rendezvous messages of several Read chunks land intact in receives
+ *   of three buffers, three at once, and one into a short buffer is cut
+ *   there (FI_ETRUNC) with nothing written past it.
  *
  * Needs FI_PROVIDER_PATH pointing at the directory of libiwarp-fi.so.
  */
@@ -662,6 +665,97 @@ out:
 	rep_close(&b);
 }
 
+/*
+ * Rendezvous messages larger than a Read chunk (512 KiB over TCP) into
+ * receives of three buffers whose edges fall inside chunks, three
+ * messages at once (more chunks than the 2 MiB window lets out at once),
+ * the last into a shorter buffer: each arrives intact where it belongs,
+ * the short one truncated (FI_ETRUNC) with nothing written past its
+ * buffer. Over shared memory the same messages go in one Read each.
+ */
+static void test_chunks(void)
+{
+	enum { MSG = 2500000, CUT = 1600000, NMSG = 3, GUARD = 4096 };
+	static const size_t part[2] = { 700001, 1048575 };
+	struct rep a = { 0 }, b = { 0 };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct iovec iov[NMSG][3];
+	uint8_t *out = malloc((size_t)NMSG * MSG);
+	uint8_t *in = malloc((size_t)NMSG * MSG + GUARD);
+	fi_addr_t b_at_a, src;
+	int i, r, got = 0, sent = 0, trunc = 0, other = 0;
+	size_t k, bad = 0;
+
+	if (!tap_ok(out && in && !rep_open(&a, 0) && !rep_open(&b, 0),
+		    "chunks: two endpoints open"))
+		goto out;
+	fi_av_insert(a.av, &b.name, 1, &b_at_a, 0, NULL);
+	rep_warm(&a, &b, b_at_a);
+	for (k = 0; k < (size_t)NMSG * MSG; k++)
+		out[k] = (uint8_t)(k * 7 + k / 4099);
+	memset(in, 0xa5, (size_t)NMSG * MSG + GUARD);
+	for (i = 0; i < NMSG; i++) {
+		uint8_t *p = in + (size_t)i * MSG;
+
+		iov[i][0] = (struct iovec){ p, part[0] };
+		iov[i][1] = (struct iovec){ p + part[0], part[1] };
+		iov[i][2] = (struct iovec){ p + part[0] + part[1],
+					    MSG - part[0] - part[1] };
+		if (i == NMSG - 1)
+			r = (int)fi_trecv(b.ep, p, CUT, NULL, FI_ADDR_UNSPEC,
+					  900 + i, 0, p);
+		else
+			r = (int)fi_trecvv(b.ep, iov[i], NULL, 3,
+					   FI_ADDR_UNSPEC, 900 + i, 0, p);
+		if (r)
+			tap_diag("chunks: receive %d: %d", i, r);
+	}
+	for (i = 0; i < NMSG; i++)
+		if (fi_tsend(a.ep, out + (size_t)i * MSG, MSG, NULL, b_at_a,
+			     900 + i, out + (size_t)i * MSG))
+			tap_diag("chunks: send %d refused", i);
+	while (got + trunc + other < NMSG) {
+		r = reap(&b, &a, 20, &e, &src, &err);
+		if (r == 1 && e.len == MSG && e.tag >= 900 &&
+		    e.tag < 900 + NMSG - 1 &&
+		    e.op_context == in + (e.tag - 900) * MSG)
+			got++;
+		else if (r == -1 && err.err == FI_ETRUNC &&
+			 err.tag == 900 + NMSG - 1 && err.len == CUT &&
+			 err.olen == MSG - CUT)
+			trunc++;
+		else if (r)
+			other++;
+		else
+			break;
+	}
+	for (k = 0; k < (size_t)(NMSG - 1) * MSG + CUT; k++)
+		bad += in[k] != out[k];
+	for (k = (size_t)(NMSG - 1) * MSG + CUT;
+	     k < (size_t)NMSG * MSG + GUARD; k++)
+		bad += in[k] != 0xa5;
+	tap_ok(got == NMSG - 1 && bad == 0,
+	       "chunks: %d messages of %d octets into buffers of %zu, %zu "
+	       "and %zu octets arrive intact (%d complete, %zu octets wrong)",
+	       NMSG - 1, MSG, part[0], part[1], (size_t)MSG - part[0] - part[1],
+	       got, bad);
+	tap_ok(trunc == 1 && other == 0 && bad == 0,
+	       "chunks: one into a buffer of %d is cut there: FI_ETRUNC, %d "
+	       "octets over, nothing written past the buffer (%d cut, %d "
+	       "other completions)", CUT, MSG - CUT, trunc, other);
+	while (sent < NMSG && reap(&a, &b, 20, &e, &src, &err) == 1 &&
+	       e.op_context == out + (size_t)sent * MSG)
+		sent++;
+	tap_ok(sent == NMSG, "chunks: the %d sends complete, in order (%d)",
+	       NMSG, sent);
+out:
+	rep_close(&a);
+	rep_close(&b);
+	free(out);
+	free(in);
+}
+
 int main(void)
 {
 	struct fi_info *hints = fi_allocinfo();
@@ -688,6 +782,7 @@ int main(void)
 	test_late_insert();
 	test_errors_keep_context();
 	test_burst();
+	test_chunks();
 	test_restart();
 	test_unreachable();
 	fi_close(&domain->fid);

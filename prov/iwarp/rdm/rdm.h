@@ -69,6 +69,14 @@
 #include "rdm_xport.h"
 
 #define IWARP_RDM_INJECT_MAX 256
+/*
+ * Rendezvous Reads a peer has outstanding, in octets (more when a single
+ * chunk is larger): the responder pushes what is asked into its socket at
+ * once, and more in flight than this only spreads it over memory the
+ * caches do not hold (on one host both copies then miss), while 2 MiB
+ * covers the bandwidth-delay product of a LAN (100 Gb/s, 160 us).
+ */
+#define IWARP_RDM_READ_WINDOW ((uint64_t)2 << 20)
 
 /* AREQ `tag`: the atomic op and datatype, and whether values come back */
 #define IWARP_RDM_AT_OP(t) ((unsigned)((t) & 0xff))
@@ -107,6 +115,11 @@ struct iwarp_rdm_peer {
 	bool big_rx;
 	struct iwarp_list pending;	/* iwarp_rdm_tx not yet posted */
 	struct iwarp_list inflight;	/* RTS sent, waiting for FIN */
+	/* rendezvous Reads in chunks (iwarp_rdm_start_read): octets asked
+	 * and not yet in, receives with parts still to ask, in order */
+	uint64_t read_bytes;
+	struct iwarp_list read_wait;
+	struct iwarp_rdm_rx *read_cur;	/* the one the pump asks for now */
 };
 
 enum {
@@ -196,6 +209,11 @@ struct iwarp_rdm_rx {
 	struct iwarp_rdm_peer *peer;
 	uint64_t resv;			/* tag bits that must equal tag's */
 	struct iwarp_rdm_cop *coll;	/* internal to a collective */
+	/* its rendezvous Read in chunks of rd_chunk (0: one Read): octets
+	 * to read, asked, in; Reads out; the first failure */
+	uint64_t rd_chunk, rd_len, rd_off, rd_in;
+	unsigned int rd_out;
+	int rd_err;
 };
 
 /* A message that arrived before its receive was posted. */
@@ -420,6 +438,7 @@ void iwarp_rdm_rts_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in);
 void iwarp_rdm_fin_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in);
 /* The rendezvous Read into rx ended (err: positive FI errno or 0). */
 void iwarp_rdm_read_done(struct iwarp_rdm_rx *rx, int err);
+void iwarp_rdm_reads_lost(struct iwarp_rdm_peer *peer);
 
 /* A receive of an rx context (s, then freed) matches what waits or
  * joins the context's queue (lock held). */

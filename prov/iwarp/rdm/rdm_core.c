@@ -151,6 +151,7 @@ struct iwarp_rdm_peer *iwarp_rdm_peer_get(struct iwarp_rdm_ep *ep,
 	iwarp_rdm_window_reset(p);
 	iwarp_list_init(&p->pending);
 	iwarp_list_init(&p->inflight);
+	iwarp_list_init(&p->read_wait);
 	p->xp = ep->xp;
 	p->xc = p->xp->peer_open(ep->xe, p, a);
 	if (!p->xc) {
@@ -221,6 +222,7 @@ void iwarp_rdm_peers_close(struct iwarp_rdm_ep *ep)
 		peer->xp->peer_close(peer->xc);
 		peer->xc = NULL;
 		peer->up = false;
+		iwarp_rdm_reads_lost(peer);
 		iwarp_rdm_peer_fail(peer, FI_ECANCELED, 0);
 		free(peer);
 	}
@@ -258,6 +260,7 @@ void iwarp_rdm_connected(struct iwarp_rdm_peer *peer)
 void iwarp_rdm_lost(struct iwarp_rdm_peer *peer, int err)
 {
 	peer->up = false;
+	iwarp_rdm_reads_lost(peer);
 	iwarp_rdm_peer_fail(peer, err, 0);
 	iwarp_rdm_window_reset(peer);
 }

@@ -900,6 +900,19 @@ static size_t rdm_iw_stream_eager(const struct iwarp_rdm_xconn *xc)
 	return SIZE_MAX;
 }
 
+/*
+ * A rendezvous is read in Reads of this size, at most IWARP_RDM_READ_WINDOW
+ * octets asked and not yet in (rdm.h): over TCP what is asked is what
+ * the peer pushes into its socket at once.
+ */
+#define RDM_IW_READ_CHUNK ((size_t)512 << 10)
+
+static size_t rdm_iw_read_chunk(const struct iwarp_rdm_xconn *xc)
+{
+	(void)xc;
+	return RDM_IW_READ_CHUNK;
+}
+
 const struct iwarp_rdm_xport iwarp_rdm_iw_xport = {
 	.name = "iwarp",
 	.listen = rdm_iw_listen,
@@ -914,6 +927,7 @@ const struct iwarp_rdm_xport iwarp_rdm_iw_xport = {
 	.window = rdm_iw_window,
 	.eager_idle = rdm_iw_eager_idle,
 	.stream_eager = rdm_iw_stream_eager,
+	.read_chunk = rdm_iw_read_chunk,
 };
 
 /* ==== the guard: job keys and restart claims */

@@ -244,7 +244,8 @@ static void iwarp_rdm_copy_out(struct iwarp_rdm_rx *rx, const uint8_t *src,
 	}
 }
 
-void iwarp_rdm_read_done(struct iwarp_rdm_rx *rx, int err)
+/* The whole message is in (or failed): FIN to the sender, and done. */
+static void iwarp_rdm_read_end(struct iwarp_rdm_rx *rx, int err)
 {
 	iwarp_rdm_send_ctrl(rx->peer, IWARP_RDM_FIN, rx->hdr.msg_id,
 			    err ? IWARP_RDM_F_ERROR : 0);
@@ -253,26 +254,157 @@ void iwarp_rdm_read_done(struct iwarp_rdm_rx *rx, int err)
 	iwarp_rdm_rx_done(rx->peer->ep, rx, rx->hdr.len, err ? FI_EIO : 0);
 }
 
-/* An RDMA Read straight into the matched receive (rendezvous). */
+/* One Read of len octets at off of the message into rx's buffers. */
+static int iwarp_rdm_read_post(struct iwarp_rdm_rx *rx, uint64_t off,
+			       uint64_t len)
+{
+	struct iwarp_rdm_peer *peer = rx->peer;
+	uint64_t raddr = rx->hdr.addr + off;
+	struct iovec iov[IW_MAX_SGE];
+	size_t i, n = 0;
+
+	for (i = 0; i < rx->count && len && n < IW_MAX_SGE; i++) {
+		size_t have = rx->iov[i].iov_len, take;
+
+		if (off >= have) {
+			off -= have;
+			continue;
+		}
+		take = have - off < len ? have - off : len;
+		iov[n].iov_base = (uint8_t *)rx->iov[i].iov_base + off;
+		iov[n++].iov_len = take;
+		len -= take;
+		off = 0;
+	}
+	return peer->xp->post_rdma(peer->xc, rx, IWARP_RDM_X_READ, iov, n,
+				   rx->hdr.stag, raddr, IWARP_RDM_X_PEER_VA);
+}
+
+static void iwarp_rdm_read_bytes_sub(struct iwarp_rdm_peer *peer,
+				     uint64_t k)
+{
+	peer->read_bytes -= k < peer->read_bytes ? k : peer->read_bytes;
+}
+
+/*
+ * Asks for the chunks of the waiting receives, in order, while the
+ * peer's outstanding Reads stay within IWARP_RDM_READ_WINDOW (one at
+ * least). A post may fail the connection and complete Reads inside it,
+ * this receive's among them: while read_cur is set, those calls only
+ * count, and the receive is ended here.
+ */
+static void iwarp_rdm_read_pump(struct iwarp_rdm_peer *peer)
+{
+	if (peer->read_cur)
+		return;
+	while (!iwarp_list_empty(&peer->read_wait)) {
+		struct iwarp_rdm_rx *rx = iwarp_container_of(
+			peer->read_wait.next, struct iwarp_rdm_rx, link);
+
+		peer->read_cur = rx;
+		while (rx->rd_off < rx->rd_len && !rx->rd_err) {
+			uint64_t k = rx->rd_len - rx->rd_off;
+
+			if (k > rx->rd_chunk)
+				k = rx->rd_chunk;
+			if (peer->read_bytes &&
+			    peer->read_bytes + k > IWARP_RDM_READ_WINDOW) {
+				peer->read_cur = NULL;
+				return;
+			}
+			if (!peer->up || peer->ep->closing) {
+				rx->rd_err = FI_EIO;
+				break;
+			}
+			rx->rd_off += k;
+			rx->rd_out++;
+			peer->read_bytes += k;
+			if (iwarp_rdm_read_post(rx, rx->rd_off - k, k)) {
+				rx->rd_off -= k;
+				rx->rd_out--;
+				iwarp_rdm_read_bytes_sub(peer, k);
+				if (!rx->rd_err)
+					rx->rd_err = FI_EIO;
+			}
+		}
+		/* all asked, or nothing more will be: the Reads out end it */
+		peer->read_cur = NULL;
+		rx->rd_off = rx->rd_len;
+		iwarp_list_del(&rx->link);
+		if (!rx->rd_out)
+			iwarp_rdm_read_end(rx, rx->rd_err);
+	}
+}
+
+/* A Read of rx completed: Reads complete in the order they were posted,
+ * so it is the chunk at rd_in. */
+void iwarp_rdm_read_done(struct iwarp_rdm_rx *rx, int err)
+{
+	struct iwarp_rdm_peer *peer = rx->peer;
+	uint64_t k;
+
+	if (!rx->rd_chunk) {
+		iwarp_rdm_read_end(rx, err);
+		return;
+	}
+	k = rx->rd_len - rx->rd_in;
+	if (k > rx->rd_chunk)
+		k = rx->rd_chunk;
+	rx->rd_in += k;
+	iwarp_rdm_read_bytes_sub(peer, k);
+	if (err && !rx->rd_err)
+		rx->rd_err = err;
+	rx->rd_out--;
+	if (rx == peer->read_cur)
+		return;
+	if (!rx->rd_out && rx->rd_off == rx->rd_len)
+		iwarp_rdm_read_end(rx, rx->rd_err);
+	iwarp_rdm_read_pump(peer);
+}
+
+/* The connection is gone: nothing more is asked; each waiting receive
+ * ends with an error once its Reads out have come back. */
+void iwarp_rdm_reads_lost(struct iwarp_rdm_peer *peer)
+{
+	struct iwarp_list *e = peer->read_wait.next, *next;
+
+	peer->read_bytes = 0;	/* the next connection starts afresh */
+	for (; e != &peer->read_wait; e = next) {
+		struct iwarp_rdm_rx *rx =
+			iwarp_container_of(e, struct iwarp_rdm_rx, link);
+
+		next = e->next;
+		if (!rx->rd_err)
+			rx->rd_err = FI_EIO;
+		if (rx == peer->read_cur)
+			continue;	/* the pump ends it */
+		iwarp_list_del(&rx->link);
+		rx->rd_off = rx->rd_len;
+		if (!rx->rd_out)
+			iwarp_rdm_read_end(rx, rx->rd_err);
+	}
+}
+
+/* RDMA Reads straight into the matched receive (rendezvous): one for
+ * the whole message, or chunks the pump asks for in turn. */
 static void iwarp_rdm_start_read(struct iwarp_rdm_rx *rx)
 {
 	struct iwarp_rdm_peer *peer = rx->peer;
-	struct iovec iov[IW_MAX_SGE];
-	size_t left = rx->hdr.len, i, n = 0;
 
-	for (i = 0; i < rx->count && left && n < IW_MAX_SGE; i++) {
-		size_t take = rx->iov[i].iov_len < left ? rx->iov[i].iov_len :
-							  left;
-
-		if (!take)
-			continue;
-		iov[n].iov_base = rx->iov[i].iov_base;
-		iov[n++].iov_len = take;
-		left -= take;
+	rx->rd_chunk = peer->xp->read_chunk(peer->xc);
+	/* what the buffers hold of it: the rest is truncated */
+	rx->rd_len = rx->hdr.len < rx->len ? rx->hdr.len : rx->len;
+	rx->rd_off = 0;
+	rx->rd_in = 0;
+	rx->rd_out = 0;
+	rx->rd_err = 0;
+	if (rx->rd_chunk && rx->rd_len) {
+		iwarp_list_add_tail(&peer->read_wait, &rx->link);
+		iwarp_rdm_read_pump(peer);
+		return;
 	}
-	if (peer->xp->post_rdma(peer->xc, rx, IWARP_RDM_X_READ, iov, n,
-				rx->hdr.stag, rx->hdr.addr,
-				IWARP_RDM_X_PEER_VA))
+	rx->rd_chunk = 0;
+	if (iwarp_rdm_read_post(rx, 0, rx->hdr.len))
 		iwarp_rdm_read_done(rx, FI_EIO);
 }
 

@@ -141,6 +141,9 @@ struct iwarp_rdm_xport {
 	 * receiver's process_vm_readv): when both sides stream, each core's
 	 * copies are the whole cost. Over TCP both take two. */
 	size_t (*stream_eager)(const struct iwarp_rdm_xconn *xc);
+	/* Octets per Read of a rendezvous, 0 for one Read of the whole
+	 * message (shared memory copies it in one process_vm_readv). */
+	size_t (*read_chunk)(const struct iwarp_rdm_xconn *xc);
 	/*
 	 * A message posted now, with no completion to come, if the
 	 * transport takes it whole at once and what it took is as good as
