@@ -438,6 +438,7 @@ void iwarp_rdm_rts_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in);
 void iwarp_rdm_fin_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in);
 /* The rendezvous Read into rx ended (err: positive FI errno or 0). */
 void iwarp_rdm_read_done(struct iwarp_rdm_rx *rx, int err);
+/* The peer's connection is gone: receives whose Read waits fail. */
 void iwarp_rdm_reads_lost(struct iwarp_rdm_peer *peer);
 
 /* A receive of an rx context (s, then freed) matches what waits or

@@ -280,6 +280,15 @@ static int iwarp_rdm_read_post(struct iwarp_rdm_rx *rx, uint64_t off,
 				   rx->hdr.stag, raddr, IWARP_RDM_X_PEER_VA);
 }
 
+/* The chunk of rx's Read that starts at octet at. */
+static uint64_t iwarp_rdm_read_piece(const struct iwarp_rdm_rx *rx,
+				     uint64_t at)
+{
+	uint64_t k = rx->rd_len - at;
+
+	return k < rx->rd_chunk ? k : rx->rd_chunk;
+}
+
 static void iwarp_rdm_read_bytes_sub(struct iwarp_rdm_peer *peer,
 				     uint64_t k)
 {
@@ -303,10 +312,8 @@ static void iwarp_rdm_read_pump(struct iwarp_rdm_peer *peer)
 
 		peer->read_cur = rx;
 		while (rx->rd_off < rx->rd_len && !rx->rd_err) {
-			uint64_t k = rx->rd_len - rx->rd_off;
+			uint64_t k = iwarp_rdm_read_piece(rx, rx->rd_off);
 
-			if (k > rx->rd_chunk)
-				k = rx->rd_chunk;
 			if (peer->read_bytes &&
 			    peer->read_bytes + k > IWARP_RDM_READ_WINDOW) {
 				peer->read_cur = NULL;
@@ -347,9 +354,7 @@ void iwarp_rdm_read_done(struct iwarp_rdm_rx *rx, int err)
 		iwarp_rdm_read_end(rx, err);
 		return;
 	}
-	k = rx->rd_len - rx->rd_in;
-	if (k > rx->rd_chunk)
-		k = rx->rd_chunk;
+	k = iwarp_rdm_read_piece(rx, rx->rd_in);
 	rx->rd_in += k;
 	iwarp_rdm_read_bytes_sub(peer, k);
 	if (err && !rx->rd_err)
