@@ -350,6 +350,8 @@ struct iwarp_wait {
 	bool handed;			/* FI_GETWAIT gave epfd out */
 	int sleepers;			/* threads in poll() on efd */
 	struct iwarp_wait *set;		/* FI_WAIT_SET: the set's, used instead */
+	bool cm;			/* an EQ's: its spin asks the listeners
+					 * every turn */
 };
 
 /* FI_WAIT_UNSPEC becomes FI_WAIT_FD. -FI_ENOSYS for other wait objects. */

@@ -333,6 +333,7 @@ int iwarp_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		free(eq);
 		return ret;
 	}
+	eq->wait.cm = true;
 	eq->cap = IWARP_EQ_INIT_CAP;
 	eq->q = malloc(sizeof(*eq->q) * eq->cap);
 	if (!eq->q) {

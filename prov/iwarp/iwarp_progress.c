@@ -815,19 +815,20 @@ void iwarp_unlock_wake(struct iwarp_fabric *fab)
  * peer's answer that comes within it needs no wakeup on either side (on
  * a VM a wakeup costs the sender 10-15 us in its sendmsg). The lock is
  * let go between turns for the application's other threads; every
- * fourth turn asks the listeners too, for connection events. Each turn
+ * fourth turn asks the listeners too, for connection events, and an
+ * EQ's wait every turn (a connection request waits on them). Each turn
  * yields the processor: a peer woken on our core (the scheduler puts a
  * wakee beside its waker) would otherwise wait the whole spin to answer
  * (a connection's setup: 100 us more on each side).
  */
 static bool iwarp_wait_spin(struct iwarp_fabric *fab,
-			    bool (*ready)(void *arg), void *arg)
+			    bool (*ready)(void *arg), void *arg, bool cm)
 {
 	uint64_t end = iwarp_now_us() + (uint64_t)iwarp_params.spin_us;
 	unsigned int turn = 0;
 
 	do {
-		if (!(++turn & 3))
+		if (cm || !(++turn & 3))
 			iwarp_progress_cm(fab);
 		else
 			iwarp_progress(fab);
@@ -846,6 +847,7 @@ int iwarp_wait_block(struct iwarp_fabric *fab, struct iwarp_wait *w,
 {
 	bool spun = timeout_ms == 0 || iwarp_params.spin_us <= 0;
 	struct iwarp_pollset ps = { .cap = IWARP_WAIT_STACK_FDS };
+	bool cm = w && w->cm;
 	uint64_t now, end = 0;
 	bool kicked = false;
 	int ret;
@@ -878,7 +880,7 @@ int iwarp_wait_block(struct iwarp_fabric *fab, struct iwarp_wait *w,
 		}
 		if (!spun && !kicked) {
 			spun = true;
-			if (iwarp_wait_spin(fab, ready, arg)) {
+			if (iwarp_wait_spin(fab, ready, arg, cm)) {
 				ret = 0;
 				break;
 			}
