@@ -20,7 +20,9 @@
  *   at the next progress call or once 256 KiB wait (TCP segments counted);
  * - rendezvous messages of several Read chunks land intact in receives
  *   of three buffers, three at once, and one into a short buffer is cut
- *   there (FI_ETRUNC) with nothing written past it.
+ *   there (FI_ETRUNC) with nothing written past it;
+ * - eager messages into receives of the most buffers fill the last one
+ *   too, and longer ones are cut after it.
  *
  * Needs FI_PROVIDER_PATH pointing at the directory of libiwarp-fi.so.
  */
@@ -47,6 +49,7 @@
 #define PORT_DEAD 23998		/* nothing listens here */
 #define PORT_RESTART 23997	/* the endpoint that restarts */
 #define WINDOW 64		/* credits a peer gives: eager messages */
+#define RX_IOV_MOST 8		/* buffers fi_trecvv takes at most */
 
 static struct fi_info *info;
 static struct fid_fabric *fabric;
@@ -756,6 +759,80 @@ out:
 	free(in);
 }
 
+/*
+ * Receives of as many buffers as fi_trecvv takes (8, more than the
+ * iov_limit fi_getinfo offers): eager messages that fill every buffer
+ * arrive whole, the last one included; longer ones fill them all and
+ * are cut there (FI_ETRUNC), nothing written past; in one shared-memory
+ * slot and over several.
+ */
+static void test_iov_max(void)
+{
+	enum { GUARD = 64 };
+	static const struct { size_t piece, msg; } c[] = {
+		{ 1, 8 }, { 1, 12 }, { 1500, 12000 }, { 1500, 13000 },
+	};
+	struct rep a = { 0 }, b = { 0 };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	size_t n = RX_IOV_MOST, i, k;
+	struct iovec iov[RX_IOV_MOST];
+	uint8_t *out = malloc(16384), *in = malloc(16384 + GUARD);
+	fi_addr_t b_at_a;
+
+	if (!tap_ok(out && in && !rep_open(&a, 0) && !rep_open(&b, 0),
+		    "iov max: two endpoints open"))
+		goto out;
+	fi_av_insert(a.av, &b.name, 1, &b_at_a, 0, NULL);
+	rep_warm(&a, &b, b_at_a);
+	for (k = 0; k < 16384; k++)
+		out[k] = (uint8_t)(k * 13 + 5);
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		size_t room = n * c[i].piece, bad = 0, fill;
+		int r;
+
+		memset(in, 0xa5, 16384 + GUARD);
+		for (k = 0; k < n; k++)
+			iov[k] = (struct iovec){ in + k * c[i].piece,
+						 c[i].piece };
+		r = (int)fi_trecvv(b.ep, iov, NULL, n, FI_ADDR_UNSPEC,
+				   700 + i, 0, in);
+		if (r)
+			tap_diag("iov max: receive of %zu buffers: %d", n, r);
+		if (!r)
+			r = (int)fi_tsend(a.ep, out, c[i].msg, NULL, b_at_a,
+					  700 + i, out);
+		r = r ? 0 : reap(&b, &a, 10, &e, NULL, &err);
+		fill = c[i].msg < room ? c[i].msg : room;
+		for (k = 0; k < fill; k++)
+			bad += in[k] != out[k];
+		for (k = fill; k < 16384 + GUARD; k++)
+			bad += in[k] != 0xa5;
+		if (c[i].msg <= room)
+			tap_ok(r == 1 && e.len == c[i].msg && bad == 0,
+			       "iov max: %zu octets into %zu buffers of %zu "
+			       "fill them all, the last one too (%d, len %zu, "
+			       "%zu octets wrong)", c[i].msg, n, c[i].piece,
+			       r, r == 1 ? e.len : 0, bad);
+		else
+			tap_ok(r == -1 && err.err == FI_ETRUNC &&
+			       err.len == room && err.olen == c[i].msg - room &&
+			       bad == 0,
+			       "iov max: %zu octets into %zu buffers of %zu: "
+			       "all filled, FI_ETRUNC with %zu over, nothing "
+			       "past them (%d, err %d, olen %zu, %zu octets "
+			       "wrong)", c[i].msg, n, c[i].piece,
+			       c[i].msg - room, r, r == -1 ? err.err : 0,
+			       r == -1 ? err.olen : 0, bad);
+		reap(&a, &b, 10, &e, NULL, &err);	/* the send's */
+	}
+out:
+	rep_close(&a);
+	rep_close(&b);
+	free(out);
+	free(in);
+}
+
 int main(void)
 {
 	struct fi_info *hints = fi_allocinfo();
@@ -783,6 +860,7 @@ int main(void)
 	test_errors_keep_context();
 	test_burst();
 	test_chunks();
+	test_iov_max();
 	test_restart();
 	test_unreachable();
 	fi_close(&domain->fid);

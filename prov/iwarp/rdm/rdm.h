@@ -296,6 +296,8 @@ static inline void iwarp_stash_fini(struct iwarp_stash *s)
 	s->n = 0;
 }
 
+#define IWARP_RDM_DEST_CACHE 64
+
 struct iwarp_rdm_ep {
 	struct iwarp_ep_base base;	/* first: fids convert through it */
 	struct iwarp_av *av;
@@ -309,6 +311,13 @@ struct iwarp_rdm_ep {
 	uint64_t instance;
 	uint32_t next_msg_id;
 	struct iwarp_list peers;
+	/* fi_addr_t to peer, direct-mapped, valid for one AV generation:
+	 * every send asks, and peers are many in a large job */
+	struct {
+		fi_addr_t dest;
+		uint64_t gen;		/* the AV's gen + 1; 0: empty */
+		struct iwarp_rdm_peer *peer;
+	} dest_cache[IWARP_RDM_DEST_CACHE];
 	struct iwarp_list posted_tagged, posted_msg;
 	struct iwarp_list unexp_tagged, unexp_msg;
 	size_t unexp_bytes;		/* stored unexpected messages */
@@ -429,6 +438,17 @@ void iwarp_rdm_free_queues(struct iwarp_rdm_ep *ep);
 /* iwarp_ep_type.srx_offer (lock held) */
 bool iwarp_rdm_srx_offer(struct iwarp_ep_base *b, struct iwarp_srx_rx *s);
 /* Where an EAGER's payload goes; entries of dst, or -1 */
+/* The plain posted receive (not a multi-receive buffer) that the first
+ * match for h is, taken off its queue; NULL, nothing changed, when the
+ * first match is not one or there is none (shared contexts included). */
+struct iwarp_rdm_rx *iwarp_rdm_posted_plain(struct iwarp_rdm_ep *ep,
+					    const struct iwarp_rdm_hdr *h,
+					    fi_addr_t from);
+/* An EAGER's whole payload into rx, which it matched: its credit owed,
+ * the receive completed (truncated when longer than rx). */
+void iwarp_rdm_eager_into(struct iwarp_rdm_peer *peer,
+			  struct iwarp_rdm_rx *rx,
+			  const struct iwarp_rdm_hdr *h, const uint8_t *payload);
 int iwarp_rdm_eager_place(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in,
 			  struct iw_sge *dst);
 void iwarp_rdm_eager_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in);

@@ -166,12 +166,26 @@ struct iwarp_rdm_peer *iwarp_rdm_dest(struct iwarp_rdm_ep *ep,
 				      fi_addr_t dest)
 {
 	const union iwarp_sockaddr *addr;
+	struct iwarp_rdm_peer *peer;
+	unsigned int i;
 
+	if (!ep->base.enabled || !ep->av)
+		return NULL;
 	/* fi_rx_addr: the rx context index is in the top rx_ctx_bits */
-	if (ep->av && ep->av->rx_ctx_bits && dest != FI_ADDR_UNSPEC)
+	if (ep->av->rx_ctx_bits && dest != FI_ADDR_UNSPEC)
 		dest &= ~0ULL >> ep->av->rx_ctx_bits;
-	addr = ep->base.enabled && ep->av ? iwarp_av_addr(ep->av, dest) : NULL;
-	return addr ? iwarp_rdm_peer_get(ep, addr) : NULL;
+	i = (unsigned int)(dest % IWARP_RDM_DEST_CACHE);
+	if (ep->dest_cache[i].gen == ep->av->gen + 1 &&
+	    ep->dest_cache[i].dest == dest)
+		return ep->dest_cache[i].peer;
+	addr = iwarp_av_addr(ep->av, dest);
+	peer = addr ? iwarp_rdm_peer_get(ep, addr) : NULL;
+	if (peer) {
+		ep->dest_cache[i].dest = dest;
+		ep->dest_cache[i].gen = ep->av->gen + 1;
+		ep->dest_cache[i].peer = peer;
+	}
+	return peer;
 }
 
 /* Every message asks: the answer is kept until the AV changes. */
@@ -214,6 +228,7 @@ static void iwarp_rdm_peer_fail(struct iwarp_rdm_peer *peer, int err,
 
 void iwarp_rdm_peers_close(struct iwarp_rdm_ep *ep)
 {
+	memset(ep->dest_cache, 0, sizeof(ep->dest_cache));
 	while (!iwarp_list_empty(&ep->peers)) {
 		struct iwarp_rdm_peer *peer = iwarp_container_of(
 			ep->peers.next, struct iwarp_rdm_peer, link);

@@ -531,23 +531,29 @@ static int iwarp_rdm_eager_unexp(struct iwarp_rdm_peer *peer,
 	return in->hdr.len ? 1 : 0;
 }
 
-/* An EAGER into the receive it matched; what does not fit is dropped. */
+/* An EAGER into the receive it matched; what does not fit is dropped.
+ * -1 when that takes more than IW_MAX_SGE entries: a receive of as many
+ * buffers, all filled, and a discard for the rest. */
 static int iwarp_rdm_eager_direct(const struct iwarp_rdm_rx *rx, size_t len,
 				  struct iw_sge *dst)
 {
 	size_t i, n = 0, left = len;
 
-	for (i = 0; i < rx->count && left && n < IW_MAX_SGE - 1; i++) {
+	for (i = 0; i < rx->count && left; i++) {
 		size_t take = rx->iov[i].iov_len < left ? rx->iov[i].iov_len :
 							  left;
 
 		if (!take)
 			continue;
+		if (n == IW_MAX_SGE)
+			return -1;
 		dst[n].addr = rx->iov[i].iov_base;
 		dst[n++].len = (uint32_t)take;
 		left -= take;
 	}
 	if (left) {	/* truncated: the rest is discarded */
+		if (n == IW_MAX_SGE)
+			return -1;
 		dst[n].addr = NULL;
 		dst[n++].len = (uint32_t)left;
 	}
@@ -563,11 +569,60 @@ int iwarp_rdm_eager_place(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in,
 			peer->name, in->hdr.len, IWARP_RDM_EAGER_MAX);
 		return -1;
 	}
+	struct iwarp_rdm_rx *rx;
+	int n;
+
 	in->rx = iwarp_rdm_match_posted(peer->ep, &in->hdr,
 					iwarp_rdm_from(peer));
 	if (!in->rx)
 		return iwarp_rdm_eager_unexp(peer, in, dst);
-	return iwarp_rdm_eager_direct(in->rx, in->hdr.len, dst);
+	n = iwarp_rdm_eager_direct(in->rx, in->hdr.len, dst);
+	if (n >= 0)
+		return n;
+	/* too many pieces to place: it lands in a buffer of ours, and is
+	 * copied into the receive (cut short) once in */
+	rx = in->rx;
+	in->rx = NULL;
+	n = iwarp_rdm_eager_unexp(peer, in, dst);
+	if (n < 0) {
+		iwarp_rdm_rx_done(peer->ep, rx, 0, FI_ENOMEM);
+		return n;
+	}
+	iwarp_rdm_take_unexp(peer->ep, in->ux, rx, false);
+	return n;
+}
+
+struct iwarp_rdm_rx *iwarp_rdm_posted_plain(struct iwarp_rdm_ep *ep,
+					    const struct iwarp_rdm_hdr *h,
+					    fi_addr_t from)
+{
+	struct iwarp_list *head = h->flags & IWARP_RDM_F_TAGGED ?
+					  &ep->posted_tagged : &ep->posted_msg;
+	struct iwarp_list *e;
+
+	for (e = head->next; e != head; e = e->next) {
+		struct iwarp_rdm_rx *rx =
+			iwarp_container_of(e, struct iwarp_rdm_rx, link);
+
+		if (!iwarp_rdm_matches(rx, h, from))
+			continue;
+		if (rx->multi)
+			return NULL;
+		iwarp_list_del(&rx->link);
+		return rx;
+	}
+	return NULL;
+}
+
+void iwarp_rdm_eager_into(struct iwarp_rdm_peer *peer,
+			  struct iwarp_rdm_rx *rx,
+			  const struct iwarp_rdm_hdr *h, const uint8_t *payload)
+{
+	iwarp_rdm_copy_out(rx, payload, h->len < rx->len ? h->len : rx->len);
+	iwarp_rdm_owe(peer);
+	rx->hdr = *h;
+	rx->from = iwarp_rdm_from(peer);
+	iwarp_rdm_rx_done(peer->ep, rx, h->len, 0);
 }
 
 void iwarp_rdm_eager_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in)
@@ -593,6 +648,9 @@ void iwarp_rdm_eager_drop(struct iwarp_rdm_peer *peer,
 	if (in->rx)
 		iwarp_rdm_rx_done(peer->ep, in->rx, 0, FI_EIO);
 	if (in->ux) {
+		/* a receive took it while it arrived: it fails too */
+		if (in->ux->waiter)
+			iwarp_rdm_rx_done(peer->ep, in->ux->waiter, 0, FI_EIO);
 		iwarp_list_del(&in->ux->link);
 		iwarp_rdm_ux_free(peer->ep, in->ux);
 	}

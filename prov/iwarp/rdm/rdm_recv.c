@@ -165,6 +165,38 @@ static void iwarp_rdm_recv(struct iwarp_rdm_peer *peer, void *ctx,
 	iwarp_stash_put(&ep->in_stash, in);
 }
 
+/*
+ * What place, the payload's copy and recv do for an EAGER that a posted
+ * receive takes whole, in one step: the way of a shared-memory slot's
+ * small message. Anything else (another op, a header to refuse, no
+ * credit, no plain posted receive) is left to place, which reports it.
+ */
+static bool iwarp_rdm_recv_whole(struct iwarp_rdm_peer *peer,
+				 const uint8_t *hdr, size_t hdr_len,
+				 const uint8_t *payload, uint32_t len)
+{
+	struct iwarp_rdm_ep *ep = peer->ep;
+	struct iwarp_rdm_rx *rx;
+	struct iwarp_rdm_hdr h;
+	unsigned int sum;
+
+	if (hdr_len < IWARP_RDM_HDR_LEN || hdr[0] != IWARP_RDM_EAGER ||
+	    iwarp_rdm_hdr_get(hdr, hdr_len, &h) || h.len != len ||
+	    h.len > IWARP_RDM_EAGER_MAX || h.credits > peer->window ||
+	    !peer->granted || IWARP_RDM_RXC(h.flags) >= iwarp_rdm_nrx(ep) ||
+	    h.len > peer->xp->stream_eager(peer->xc))
+		return false;
+	rx = iwarp_rdm_posted_plain(ep, &h, iwarp_rdm_from(peer));
+	if (!rx)
+		return false;
+	peer->granted--;
+	sum = peer->credits + h.credits;
+	peer->credits = sum > peer->window ? peer->window : sum;
+	iwarp_rdm_eager_into(peer, rx, &h, payload);
+	iwarp_rdm_flush(peer);
+	return true;
+}
+
 /* A work request completed: a rendezvous Read of ours, or part of a tx. */
 static void iwarp_rdm_done(struct iwarp_rdm_peer *peer, void *ctx, int err,
 			   int prov_errno)
@@ -189,6 +221,7 @@ const struct iwarp_rdm_upcalls iwarp_rdm_upcalls = {
 	.queued = iwarp_rdm_queued,
 	.place = iwarp_rdm_place,
 	.recv = iwarp_rdm_recv,
+	.recv_whole = iwarp_rdm_recv_whole,
 	.done = iwarp_rdm_done,
 	.connected = iwarp_rdm_connected,
 	.lost = iwarp_rdm_lost,

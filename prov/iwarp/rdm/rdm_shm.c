@@ -853,6 +853,10 @@ static void shm_rx_msg(struct shm_conn *c, const uint8_t *d,
 		shm_broken(c, "a message header out of range");
 		return;
 	}
+	/* whole in this slot: straight into a posted receive if one waits */
+	if (m.total == len &&
+	    c->se->up->recv_whole(c->peer, m.hdr, m.hdr_len, payload, len))
+		return;
 	/* the fields a message uses (dst up to n is place's) */
 	r->ctx = NULL;
 	r->di = 0;

@@ -63,6 +63,13 @@ struct iwarp_rdm_upcalls {
 	/* The message placed with ctx ended: len octets in all, or !ok. */
 	void (*recv)(struct iwarp_rdm_peer *peer, void *ctx, uint64_t len,
 		     bool ok);
+	/* A whole message at hand, its header and all its len octets of
+	 * payload: taken (true) when it is an EAGER that a posted receive
+	 * matches; otherwise nothing is done and the transport goes
+	 * through place and recv. */
+	bool (*recv_whole)(struct iwarp_rdm_peer *peer, const uint8_t *hdr,
+			   size_t hdr_len, const uint8_t *payload,
+			   uint32_t len);
 	/* A posted operation completed: err 0 or a positive FI errno,
 	 * prov_errno the transport's detail (0 when none). */
 	void (*done)(struct iwarp_rdm_peer *peer, void *ctx, int err,
