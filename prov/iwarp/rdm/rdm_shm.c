@@ -1160,8 +1160,15 @@ static void shm_rx_slot(struct shm_conn *c, const struct shm_slot *s)
 	}
 }
 
+/* The sequence number the next slot keeps until the peer publishes it:
+ * the last lap's (0 in the first). */
+static uint64_t shm_lap_seq(const struct shm_conn *c)
+{
+	return c->rx_tail < SHM_SLOTS ? 0 : c->rx_tail + 1 - SHM_SLOTS;
+}
+
 /* The next slot if the peer published it: its sequence number is ours
- * + 1, or still the last lap's (0 in the first); any other is a lie. */
+ * + 1, or still the last lap's; any other is a lie. */
 static struct shm_slot *shm_rx_next(struct shm_conn *c, int order)
 {
 	struct shm_slot *s = shm_slot(c->rx_seg, c->rx_tail);
@@ -1169,7 +1176,7 @@ static struct shm_slot *shm_rx_next(struct shm_conn *c, int order)
 
 	if (seq == c->rx_tail + 1)
 		return s;
-	if (seq != (c->rx_tail < SHM_SLOTS ? 0 : c->rx_tail + 1 - SHM_SLOTS))
+	if (seq != shm_lap_seq(c))
 		shm_broken(c, "a slot's sequence number out of range");
 	return NULL;
 }
@@ -1238,9 +1245,16 @@ static void shm_progress(struct iwarp_pollable *p)
 		c->sleeper = false;
 		__atomic_store_n(&c->rx_seg->sleeper, 0, __ATOMIC_RELAXED);
 	}
-	shm_rx_run(c);
-	shm_tx_flush(c);
-	shm_done_run(c);
+	/* a busy poll mostly finds nothing: the next slot still has its
+	 * last lap's number, and nothing is queued either way */
+	if (c->mode != SHM_ON ||
+	    __atomic_load_n(&shm_slot(c->rx_seg, c->rx_tail)->seq,
+			    __ATOMIC_RELAXED) != shm_lap_seq(c))
+		shm_rx_run(c);
+	if (!iwarp_list_empty(&c->txq))
+		shm_tx_flush(c);
+	if (!iwarp_list_empty(&c->doneq))
+		shm_done_run(c);
 	if (c->mode == SHM_BROKEN)
 		shm_teardown(c);
 }
