@@ -589,13 +589,14 @@ static void iw_listen_bounds(struct iw_listener *l)
 
 static void iw_listen_name(struct iw_listener *l)
 {
-	struct sockaddr_storage a = { 0 };
-	socklen_t al = sizeof(a);
+	socklen_t al = sizeof(l->addr);
 
-	if (getsockname(l->fd, (struct sockaddr *)&a, &al))
+	if (getsockname(l->fd, (struct sockaddr *)&l->addr, &al)) {
 		snprintf(l->name, sizeof(l->name), "fd %d", l->fd);
-	else
-		iw_sa_str(&a, l->name, sizeof(l->name));
+		return;
+	}
+	l->addr_len = al;
+	iw_sa_str(&l->addr, l->name, sizeof(l->name));
 }
 
 int iw_listen(struct iw_dev *dev, const struct sockaddr *addr,
@@ -620,6 +621,8 @@ int iw_listen(struct iw_dev *dev, const struct sockaddr *addr,
 	if (l->fd < 0)
 		goto err_free;
 	setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* accepted sockets inherit it: a QP that takes one sets nothing */
+	iw_sock_nodelay(l->fd);
 	if (bind(l->fd, addr, len) || listen(l->fd, backlog > 0 ? backlog :
 							     128))
 		goto err_close;
@@ -776,15 +779,47 @@ void *iw_conn_req_ctx(const struct iw_conn_req *req)
 	return req->ctx;
 }
 
+/* An address as getsockname(2) gives it: cut to *len, *len the size. */
+static void iw_sa_give(const struct sockaddr_storage *a, socklen_t alen,
+		       struct sockaddr *sa, socklen_t *len)
+{
+	memcpy(sa, a, *len < alen ? *len : alen);
+	*len = alen;
+}
+
+/* A connection's local address is the listener's unless it listens on
+ * every address. */
+static bool iw_listener_specific(const struct iw_listener *l)
+{
+	const struct sockaddr_in *in = (const void *)&l->addr;
+	const struct sockaddr_in6 *in6 = (const void *)&l->addr;
+
+	if (!l->addr_len)
+		return false;
+	if (l->addr.ss_family == AF_INET)
+		return in->sin_addr.s_addr != htonl(INADDR_ANY);
+	return l->addr.ss_family == AF_INET6 &&
+	       !IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr) &&
+	       !IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr);
+}
+
 int iw_conn_req_getname(const struct iw_conn_req *req, struct sockaddr *sa,
 			socklen_t *len)
 {
+	if (req->fd >= 0 && iw_listener_specific(req->l)) {
+		iw_sa_give(&req->l->addr, req->l->addr_len, sa, len);
+		return 0;
+	}
 	return getsockname(req->fd, sa, len) ? -errno : 0;
 }
 
 int iw_conn_req_getpeer(const struct iw_conn_req *req, struct sockaddr *sa,
 			socklen_t *len)
 {
+	if (req->fd >= 0 && req->peer_len) {
+		iw_sa_give(&req->peer, req->peer_len, sa, len);
+		return 0;
+	}
 	return getpeername(req->fd, sa, len) ? -errno : 0;
 }
 
@@ -874,9 +909,11 @@ static int iw_listener_room(struct iw_listener *l)
 }
 
 /* accept(2), or -1; backs off while out of descriptors. */
-static int iw_accept_fd(struct iw_listener *l)
+static int iw_accept_fd(struct iw_listener *l, struct sockaddr_storage *peer,
+			socklen_t *plen)
 {
-	int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int fd = accept4(l->fd, (struct sockaddr *)peer, plen,
+			 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 	if (fd >= 0) {
 		l->starved = false;
@@ -893,7 +930,8 @@ static int iw_accept_fd(struct iw_listener *l)
 	return -1;
 }
 
-static void iw_req_add(struct iw_listener *l, int fd)
+static void iw_req_add(struct iw_listener *l, int fd,
+		       const struct sockaddr_storage *peer, socklen_t plen)
 {
 	struct iw_conn_req *req = calloc(1, sizeof(*req));
 
@@ -903,6 +941,10 @@ static void iw_req_add(struct iw_listener *l, int fd)
 	}
 	req->l = l;
 	req->fd = fd;
+	if (plen <= sizeof(req->peer)) {
+		memcpy(&req->peer, peer, plen);
+		req->peer_len = plen;
+	}
 	req->deadline = iw_now_ms() + l->param.mpa_timeout_ms;
 	req->next = l->reqs;
 	l->reqs = req;
@@ -919,6 +961,8 @@ static void iw_listener_accept_tcp(struct iw_listener *l)
 	l->accept_after = 0;
 	for (;;) {
 		int room = iw_listener_room(l), fd;
+		struct sockaddr_storage peer;
+		socklen_t plen = sizeof(peer);
 
 		if (room == IW_ROOM_LATER)
 			return;	/* the listening socket stays readable */
@@ -926,12 +970,12 @@ static void iw_listener_accept_tcp(struct iw_listener *l)
 		 * several microseconds on every EQ read */
 		if (iw_sock_still(l->fd, &l->accept_dry, POLLIN))
 			return;
-		fd = iw_accept_fd(l);
+		fd = iw_accept_fd(l, &peer, &plen);
 		l->accept_dry = true;
 		if (fd < 0)
 			return;
 		if (room == IW_ROOM) {
-			iw_req_add(l, fd);
+			iw_req_add(l, fd, &peer, plen);
 			continue;
 		}
 		/* taken and closed at once: left queued, it would keep the
@@ -1245,8 +1289,7 @@ static void iw_accept_adopt(struct iw_qp *qp, struct iw_conn_req *req,
 	qp->markers_tx = f->markers;
 	qp->ird = use->ird;
 	qp->ord = use->ord;
-	qp->fd = req->fd;
-	iw_sock_nodelay(qp->fd);	/* not earlier: most requests die young */
+	qp->fd = req->fd;	/* TCP_NODELAY from the listener */
 	req->fd = -1;
 	iw_req_unlink(req);
 	free(req);

@@ -189,6 +189,8 @@ struct iw_conn_req {
 	uint64_t deadline;
 	struct mpa_frame f;
 	void *ctx;
+	struct sockaddr_storage peer;	/* from accept(): no getpeername */
+	socklen_t peer_len;
 };
 
 struct iw_listener {
@@ -211,6 +213,8 @@ struct iw_listener {
 	uint64_t burst_evicted, burst_refused;
 	uint64_t bad_key_at;	/* the last wrong key logged at warn */
 	char name[64];		/* "addr:port" for log lines */
+	struct sockaddr_storage addr;	/* bound to, as getsockname says */
+	socklen_t addr_len;		/* 0: unknown */
 };
 
 #define IW_CTRL_MAX (MPA_HDR_LEN + MPA_MAX_PD + 128)

@@ -11,6 +11,8 @@
  *
  * TEST_MSG_SEED=<n> replays the random offsets and patterns of a run.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,13 +180,42 @@ static void cm_first_accept(struct node *n)
 	      sizeof(big), ret);
 }
 
+/* The request's addresses: the listener's, and the peer's, as the
+ * accepted endpoint then reports it (the kernel's getpeername). */
+static bool cm_req_addrs(struct node *n, const struct fi_info *info,
+			 struct sockaddr_in *peer)
+{
+	struct sockaddr_in me;
+	size_t len = sizeof(me);
+
+	if (fi_getname(&n->pep->fid, &me, &len) || len != sizeof(me) ||
+	    !info->src_addr || info->src_addrlen != sizeof(me) ||
+	    memcmp(info->src_addr, &me, sizeof(me)) || !info->dest_addr ||
+	    info->dest_addrlen != sizeof(*peer))
+		return false;
+	memcpy(peer, info->dest_addr, sizeof(*peer));
+	return peer->sin_family == AF_INET && peer->sin_port &&
+	       peer->sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+}
+
+static bool cm_peer_is(struct node *n, const struct sockaddr_in *peer)
+{
+	struct sockaddr_in got;
+	size_t len = sizeof(got);
+
+	return !fi_getpeer(n->ep, &got, &len) && len == sizeof(got) &&
+	       got.sin_port == peer->sin_port &&
+	       got.sin_addr.s_addr == peer->sin_addr.s_addr;
+}
+
 static void cm_data_server(struct proc *p)
 {
 	const char *why = "", *w;
 	uint8_t data[CM_MAX];
+	struct sockaddr_in peer;
 	struct eq_ev req;
 	struct node n;
-	long bad = -1;
+	long bad = -1, addr_bad = -1;
 	size_t sz;
 	int ret;
 
@@ -195,6 +226,9 @@ static void cm_data_server(struct proc *p)
 	for (sz = 0; sz <= CM_MAX; sz++) {
 		ret = srv_connreq(&n, &req, WAIT_MS);
 		w = ret ? "no FI_CONNREQ" : cm_check_req(&n, p, &req, sz);
+		if (!ret && !cm_req_addrs(&n, req.u.cm.info, &peer) &&
+		    addr_bad < 0)
+			addr_bad = (long)sz;
 		if (!ret)
 			ret = srv_endpoint(&n, &req);
 		if (!ret && !sz)
@@ -202,6 +236,8 @@ static void cm_data_server(struct proc *p)
 		pat_fill(data, CM_MAX - sz, cm_seed(p, 1, CM_MAX - sz), 0);
 		if (!ret)
 			ret = srv_accept(&n, data, CM_MAX - sz);
+		if (!ret && !cm_peer_is(&n, &peer) && addr_bad < 0)
+			addr_bad = (long)sz;
 		if (!*w && ret)
 			w = "accepting failed";
 		if (*w && bad < 0) {
@@ -218,6 +254,10 @@ static void cm_data_server(struct proc *p)
 	check(bad < 0 && sz > CM_MAX,
 	      "FI_CONNREQ carries the fi_connect data, every size 0..%d "
 	      "(%s at connection %ld of %zu)", CM_MAX, why, bad, sz);
+	check(addr_bad < 0 && sz > CM_MAX,
+	      "FI_CONNREQ's src_addr is the listener's name and dest_addr "
+	      "the peer the accepted endpoint reports, every connection "
+	      "(first wrong: %ld)", addr_bad);
 out:
 	node_close(&n);
 }
