@@ -132,13 +132,12 @@ static size_t iwarp_eq_min_len(const struct iwarp_eq_event *ev)
  * "limited to the buffer space provided"); a buffer too small for the
  * entry itself is -FI_ETOOSMALL and leaves the event queued.
  */
-static ssize_t iwarp_eq_read_locked(struct iwarp_eq *eq, uint32_t *event,
-				    void *buf, size_t len, uint64_t flags)
+static ssize_t iwarp_eq_take(struct iwarp_eq *eq, uint32_t *event, void *buf,
+			     size_t len, uint64_t flags)
 {
 	struct iwarp_eq_event *ev;
 	size_t n;
 
-	iwarp_progress_cm(eq->fab);
 	if (!eq->count)
 		return -FI_EAGAIN;
 	ev = &eq->q[eq->head];
@@ -159,6 +158,14 @@ static ssize_t iwarp_eq_read_locked(struct iwarp_eq *eq, uint32_t *event,
 	if (!(flags & FI_PEEK))
 		iwarp_eq_pop(eq);
 	return n;
+}
+
+/* Lock held. The connections and listeners driven first. */
+static ssize_t iwarp_eq_read_locked(struct iwarp_eq *eq, uint32_t *event,
+				    void *buf, size_t len, uint64_t flags)
+{
+	iwarp_progress_cm(eq->fab);
+	return iwarp_eq_take(eq, event, buf, len, flags);
 }
 
 static ssize_t iwarp_eq_read(struct fid_eq *eq_fid, uint32_t *event,
@@ -250,7 +257,11 @@ static ssize_t iwarp_eq_sread(struct fid_eq *eq_fid, uint32_t *event,
 	iwarp_lock(eq->fab);
 	ret = iwarp_wait_block(eq->fab, &eq->wait, iwarp_eq_ready, eq,
 			       timeout, false);
-	if (ret == 0 || ret == -FI_EAGAIN || ret == -FI_EINTR)
+	/* ready: an event is queued and the wait has just driven progress
+	 * (a second pass would only poll the listeners once more) */
+	if (ret == 0)
+		ret = iwarp_eq_take(eq, event, buf, len, flags);
+	else if (ret == -FI_EAGAIN || ret == -FI_EINTR)
 		ret = iwarp_eq_read_locked(eq, event, buf, len, flags);
 	iwarp_unlock(eq->fab);
 	return ret;
