@@ -81,7 +81,8 @@ int iw_qp_setup_full_op(struct iw_qp *qp)
 		if (!qp->tx_bounce || !qp->tx_ulpdu)
 			return -ENOMEM;
 	}
-	qp->mulpdu = iw_qp_mss_mulpdu(qp);
+	/* asked once established: a responder's Reply goes first */
+	qp->mulpdu = 0;
 	qp->mss_settled = 0;
 	/* the placement ops were chosen when the QP was created */
 	iw_rx_init(&qp->rx, qp->crc, qp->markers_rx, qp->rx.ops, qp);
@@ -101,6 +102,8 @@ void iw_qp_established(struct iw_qp *qp)
 
 	qp->cm = CM_RTS;
 	qp->deadline = 0;
+	if (!qp->mulpdu)
+		qp->mulpdu = iw_qp_mss_mulpdu(qp);
 	ev.type = IW_CM_ESTABLISHED;
 	ev.ird = qp->ird;
 	ev.ord = qp->ord;
