@@ -184,9 +184,11 @@ static struct iwarp_rdm_rx *iwarp_rdm_srx_take(struct iwarp_rdm_ep *ep,
 	return rx;
 }
 
-static struct iwarp_rdm_rx *iwarp_rdm_match_posted(struct iwarp_rdm_ep *ep,
-					    const struct iwarp_rdm_hdr *h,
-					    fi_addr_t from)
+/* The first receive of the endpoint's own queue the message matches,
+ * left where it is; NULL when none does. */
+static struct iwarp_rdm_rx *iwarp_rdm_posted_first(struct iwarp_rdm_ep *ep,
+					   const struct iwarp_rdm_hdr *h,
+					   fi_addr_t from)
 {
 	struct iwarp_list *head = h->flags & IWARP_RDM_F_TAGGED ?
 					  &ep->posted_tagged : &ep->posted_msg;
@@ -196,10 +198,21 @@ static struct iwarp_rdm_rx *iwarp_rdm_match_posted(struct iwarp_rdm_ep *ep,
 		struct iwarp_rdm_rx *rx =
 			iwarp_container_of(e, struct iwarp_rdm_rx, link);
 
-		if (!iwarp_rdm_matches(rx, h, from))
-			continue;
-		if (rx->multi)
-			return iwarp_rdm_multi_piece(ep, rx, h->len);
+		if (iwarp_rdm_matches(rx, h, from))
+			return rx;
+	}
+	return NULL;
+}
+
+static struct iwarp_rdm_rx *iwarp_rdm_match_posted(struct iwarp_rdm_ep *ep,
+					    const struct iwarp_rdm_hdr *h,
+					    fi_addr_t from)
+{
+	struct iwarp_rdm_rx *rx = iwarp_rdm_posted_first(ep, h, from);
+
+	if (rx && rx->multi)
+		return iwarp_rdm_multi_piece(ep, rx, h->len);
+	if (rx) {
 		iwarp_list_del(&rx->link);
 		return rx;
 	}
@@ -596,22 +609,24 @@ struct iwarp_rdm_rx *iwarp_rdm_posted_plain(struct iwarp_rdm_ep *ep,
 					    const struct iwarp_rdm_hdr *h,
 					    fi_addr_t from)
 {
-	struct iwarp_list *head = h->flags & IWARP_RDM_F_TAGGED ?
-					  &ep->posted_tagged : &ep->posted_msg;
-	struct iwarp_list *e;
+	struct iwarp_rdm_rx *rx = iwarp_rdm_posted_first(ep, h, from);
 
-	for (e = head->next; e != head; e = e->next) {
-		struct iwarp_rdm_rx *rx =
-			iwarp_container_of(e, struct iwarp_rdm_rx, link);
+	if (!rx || rx->multi)
+		return NULL;
+	iwarp_list_del(&rx->link);
+	return rx;
+}
 
-		if (!iwarp_rdm_matches(rx, h, from))
-			continue;
-		if (rx->multi)
-			return NULL;
-		iwarp_list_del(&rx->link);
-		return rx;
-	}
-	return NULL;
+/* An EAGER whose payload is in rx, which it matched: the credit owed,
+ * the receive completed. */
+static void iwarp_rdm_eager_end(struct iwarp_rdm_peer *peer,
+				struct iwarp_rdm_rx *rx,
+				const struct iwarp_rdm_hdr *h)
+{
+	iwarp_rdm_owe(peer);
+	rx->hdr = *h;
+	rx->from = iwarp_rdm_from(peer);
+	iwarp_rdm_rx_done(peer->ep, rx, h->len, 0);
 }
 
 void iwarp_rdm_eager_into(struct iwarp_rdm_peer *peer,
@@ -619,10 +634,7 @@ void iwarp_rdm_eager_into(struct iwarp_rdm_peer *peer,
 			  const struct iwarp_rdm_hdr *h, const uint8_t *payload)
 {
 	iwarp_rdm_copy_out(rx, payload, h->len < rx->len ? h->len : rx->len);
-	iwarp_rdm_owe(peer);
-	rx->hdr = *h;
-	rx->from = iwarp_rdm_from(peer);
-	iwarp_rdm_rx_done(peer->ep, rx, h->len, 0);
+	iwarp_rdm_eager_end(peer, rx, h);
 }
 
 void iwarp_rdm_eager_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in)
@@ -631,10 +643,7 @@ void iwarp_rdm_eager_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in)
 	struct iwarp_rdm_unexp *ux = in->ux;
 
 	if (in->rx) {
-		iwarp_rdm_owe(peer);
-		in->rx->hdr = in->hdr;
-		in->rx->from = iwarp_rdm_from(peer);
-		iwarp_rdm_rx_done(ep, in->rx, in->hdr.len, 0);
+		iwarp_rdm_eager_end(peer, in->rx, &in->hdr);
 		return;
 	}
 	iwarp_rdm_stored(ep, ux, !ux->waiter &&

@@ -127,14 +127,21 @@ static int iwarp_rdm_place(struct iwarp_rdm_peer *peer, const uint8_t *hdr,
 	return n;
 }
 
+/* The credits a header returns: never more than the window, whatever
+ * a peer claims. */
+static void iwarp_rdm_credits_in(struct iwarp_rdm_peer *peer,
+				 unsigned int credits)
+{
+	unsigned int sum = peer->credits + credits;
+
+	peer->credits = sum > peer->window ? peer->window : sum;
+}
+
 /* Takes the credits a message returns; false if it came short. */
 static bool iwarp_rdm_whole(struct iwarp_rdm_peer *peer,
 			    struct iwarp_rdm_in *in, uint64_t len)
 {
-	unsigned int sum = peer->credits + in->hdr.credits;
-
-	/* never more than the window, whatever a peer claims */
-	peer->credits = sum > peer->window ? peer->window : sum;
+	iwarp_rdm_credits_in(peer, in->hdr.credits);
 	if ((in->hdr.op != IWARP_RDM_EAGER && !in->abuf) ||
 	    len == (uint64_t)IWARP_RDM_HDR_LEN + in->hdr.len)
 		return true;
@@ -178,7 +185,6 @@ static bool iwarp_rdm_recv_whole(struct iwarp_rdm_peer *peer,
 	struct iwarp_rdm_ep *ep = peer->ep;
 	struct iwarp_rdm_rx *rx;
 	struct iwarp_rdm_hdr h;
-	unsigned int sum;
 
 	if (hdr_len < IWARP_RDM_HDR_LEN || hdr[0] != IWARP_RDM_EAGER ||
 	    iwarp_rdm_hdr_get(hdr, hdr_len, &h) || h.len != len ||
@@ -190,8 +196,7 @@ static bool iwarp_rdm_recv_whole(struct iwarp_rdm_peer *peer,
 	if (!rx)
 		return false;
 	peer->granted--;
-	sum = peer->credits + h.credits;
-	peer->credits = sum > peer->window ? peer->window : sum;
+	iwarp_rdm_credits_in(peer, h.credits);
 	iwarp_rdm_eager_into(peer, rx, &h, payload);
 	iwarp_rdm_flush(peer);
 	return true;
