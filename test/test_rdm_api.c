@@ -22,9 +22,10 @@
  *   the threshold shows in when a send to a peer that has not posted its
  *   receive completes (eager: at once; rendezvous: after the receive);
  * - FI_IWARP_RDM_EAGER_IDLE: after a ping-pong, with every credit back,
- *   a 200000-octet send to a peer that has not posted its receive
- *   completes at once over TCP (eager) and only after the receive with
- *   the knob at 0 or in shared memory (rendezvous); it arrives intact;
+ *   a 1 MiB send (the most an EAGER carries) to a peer that has not
+ *   posted its receive completes at once over TCP (eager) and only
+ *   after the receive with the knob at 0 or in shared memory
+ *   (rendezvous); it arrives intact;
  * - the endpoint base shared with MSG: one CQ per direction, counters
  *   for local events only, FI_GET/SETOPSFLAG and getopt/getname
  *   contracts, fi_tx/rx_size_left -FI_ENOSYS, no bind once enabled;
@@ -1789,17 +1790,17 @@ static int th_tx(struct node *n)
 /* ==== 6: FI_IWARP_RDM_EAGER ==== */
 
 static const size_t eg_sizes[] = { 1023, 1024, 1025, 65535, 65536, 65537,
-				   262144, 262145 };
+				   1048576, 1048577 };
 #define EG_N (int)(sizeof(eg_sizes) / sizeof(eg_sizes[0]))
-static const size_t eg_probe[] = { 1024, 1025, 65536, 65537, 262144,
-				   262145 };
+static const size_t eg_probe[] = { 1024, 1025, 65536, 65537, 1048576,
+				   1048577 };
 #define EG_P (int)(sizeof(eg_probe) / sizeof(eg_probe[0]))
 #define EG_PROBE_SECS 1.0
 
 /* The threshold the role runs with: what it expects, not what it reads */
 static size_t eg_threshold;
 
-#define EG_BUF (262145 + 64)
+#define EG_BUF (1048577 + 64)
 
 /* Posts receives of sizes[i] + 64 octets (guard filled) on tags tag0 + i;
  * returns how many failed. */
@@ -1851,7 +1852,7 @@ static int eg_rx(struct node *n)
 	token_put(n, TOK(50));
 	got = bad ? 0 : cq_collect(n, e, EG_N, 15);
 	bad += eg_verify(rb, eg_sizes, EG_N, 60, ctx, e, got);
-	check(got == EG_N && !bad, "eager %zu: %d messages of 1023 .. 262145 "
+	check(got == EG_N && !bad, "eager %zu: %d messages of 1023 .. 1048577 "
 	      "octets arrive intact", eg_threshold, EG_N);
 	/* 2: probes sent before any receive; posted after the sender looked
 	 * at which of its sends completed */
@@ -1967,7 +1968,7 @@ static int eg_tx(struct node *n)
 
 /* ==== 6b: FI_IWARP_RDM_EAGER_IDLE ==== */
 
-#define EI_BIG 200000
+#define EI_BIG 1048576	/* the most an EAGER carries */
 
 /* Answers the sender's ping, then receives the big message only once the
  * sender has looked at whether its send completed without it. */
@@ -2701,18 +2702,18 @@ static const struct role eg_r[3] = {
 	  { "FI_IWARP_RDM_EAGER=1024", "FI_IWARP_RDM_EAGER_IDLE=0" }, 1024 },
 	{ "eager default receiver", 3, eg_rx,
 	  { "FI_IWARP_RDM_EAGER", "FI_IWARP_RDM_EAGER_IDLE=0" }, 65536 },
-	{ "eager 1000000 (262144) receiver", 3, eg_rx,
-	  { "FI_IWARP_RDM_EAGER=1000000", "FI_IWARP_RDM_EAGER_IDLE=0" },
-	  262144 },
+	{ "eager 2000000 (1048576) receiver", 3, eg_rx,
+	  { "FI_IWARP_RDM_EAGER=2000000", "FI_IWARP_RDM_EAGER_IDLE=0" },
+	  1048576 },
 };
 static const struct role eg_s[3] = {
 	{ "eager 1024 sender", 4, eg_tx,
 	  { "FI_IWARP_RDM_EAGER=1024", "FI_IWARP_RDM_EAGER_IDLE=0" }, 1024 },
 	{ "eager default sender", 4, eg_tx,
 	  { "FI_IWARP_RDM_EAGER", "FI_IWARP_RDM_EAGER_IDLE=0" }, 65536 },
-	{ "eager 1000000 (262144) sender", 4, eg_tx,
-	  { "FI_IWARP_RDM_EAGER=1000000", "FI_IWARP_RDM_EAGER_IDLE=0" },
-	  262144 },
+	{ "eager 2000000 (1048576) sender", 4, eg_tx,
+	  { "FI_IWARP_RDM_EAGER=2000000", "FI_IWARP_RDM_EAGER_IDLE=0" },
+	  1048576 },
 };
 /* eager: whether the idle send is expected to go eagerly over TCP */
 static const struct role ei_r[2] = {

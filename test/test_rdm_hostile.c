@@ -237,9 +237,9 @@ static void test_refused(void)
 	rdm_hdr(m, 4, 0, 129, 0, 1, 0, 0, 0);
 	expect_terminate("wide window: credits beyond it (129)", m, HDR, 107);
 	bad_flags = 0;
-	/* beyond IWARP_RDM_EAGER_MAX (256 KiB), what any receiver accepts */
-	rdm_hdr(m, 1, 1, 0, 300000, 1, 0, 5, 0);
-	expect_terminate("EAGER announcing 300000 octets", m, HDR + 8, 106);
+	/* beyond IWARP_RDM_EAGER_MAX (1 MiB), what any receiver accepts */
+	rdm_hdr(m, 1, 1, 0, 1048577, 1, 0, 5, 0);
+	expect_terminate("EAGER announcing 1048577 octets", m, HDR + 8, 106);
 }
 
 /*

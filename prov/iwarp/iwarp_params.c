@@ -45,14 +45,14 @@ static void iwarp_params_define(void)
 	fi_param_define(&iwarp_prov, "rdm_eager", FI_PARAM_SIZE_T,
 			"Largest RDM message sent eagerly, in one trip, "
 			"rather than by rendezvous (an RDMA Read of the "
-			"sender's buffer); at most 262144 (default: 65536)");
+			"sender's buffer); at most 1048576 (default: 65536)");
 	fi_param_define(&iwarp_prov, "rdm_eager_idle", FI_PARAM_SIZE_T,
 			"Largest RDM message sent eagerly to a peer reached "
 			"over TCP that has no message of ours outstanding "
 			"(a ping-pong): the payload follows the header at "
 			"once instead of waiting a round trip for the Read. "
 			"A stream of messages still goes by rendezvous; at "
-			"most 262144, 0: off (default: 262144)");
+			"most 1048576, 0: off (default: 1048576)");
 	fi_param_define(&iwarp_prov, "crc", FI_PARAM_BOOL,
 			"Ask every peer for the MPA CRC32c (RFC 5044); "
 			"otherwise it is used only when the peer asks "

@@ -13,8 +13,9 @@
 /* An EAGER may carry up to IWARP_RDM_EAGER_MAX octets (what a receiver
  * accepts); a sender uses it up to FI_IWARP_RDM_EAGER (default below),
  * and up to FI_IWARP_RDM_EAGER_IDLE for a peer over TCP that has nothing
- * of ours outstanding. */
-#define IWARP_RDM_EAGER_MAX 262144
+ * of ours outstanding. 1 MiB: skipping the Read's round trip saves a
+ * ping-pong over TCP 15-20 % at 512 KiB, 7 % at 1 MiB, little beyond. */
+#define IWARP_RDM_EAGER_MAX 1048576
 #define IWARP_RDM_EAGER_DEFAULT 65536
 #define IWARP_RDM_EAGER_IDLE_DEFAULT IWARP_RDM_EAGER_MAX
 

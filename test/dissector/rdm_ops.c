@@ -35,7 +35,7 @@
 #include <rdma/fi_tagged.h>
 
 #define SMALL 100
-#define BIG 300000	/* above what an EAGER may carry */
+#define BIG 1100000	/* above what an EAGER may carry */
 #define TAG 0x1234abcd5678ef01ULL
 #define CQDATA 0xfeedfaceULL
 #define INIT 0x1122334455667788ULL
