@@ -210,13 +210,13 @@ static struct iwarp_rdm_rx *iwarp_rdm_match_posted(struct iwarp_rdm_ep *ep,
 {
 	struct iwarp_rdm_rx *rx = iwarp_rdm_posted_first(ep, h, from);
 
-	if (rx && rx->multi)
+	if (!rx)
+		return ep->base.srx || ep->sep ?
+			       iwarp_rdm_srx_take(ep, h, from) : NULL;
+	if (rx->multi)
 		return iwarp_rdm_multi_piece(ep, rx, h->len);
-	if (rx) {
-		iwarp_list_del(&rx->link);
-		return rx;
-	}
-	return ep->base.srx || ep->sep ? iwarp_rdm_srx_take(ep, h, from) : NULL;
+	iwarp_list_del(&rx->link);
+	return rx;
 }
 
 static struct iwarp_rdm_unexp *iwarp_rdm_match_unexp(struct iwarp_rdm_ep *ep,
