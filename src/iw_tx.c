@@ -538,9 +538,19 @@ static struct iw_swqe *iw_tx_sq_ended(struct iw_qp *qp)
 	return w;
 }
 
+/*
+ * The FPDU (or batch) just written is done. What this reports upward (the
+ * connection, completions, a Read's source) may post and transmit at once,
+ * from inside this call: every change to the transmit state comes first,
+ * so such a nested pump starts from a clean state and what it leaves half
+ * written stays its own.
+ */
 static void iw_tx_fpdu_done(struct iw_qp *qp)
 {
-	switch (qp->tx_src) {
+	int src = qp->tx_src;
+
+	qp->tx_src = TX_NONE;
+	switch (src) {
 	case TX_CTRL:
 		qp->ctrl_off = qp->ctrl_len = 0;
 		break;
@@ -550,14 +560,16 @@ static void iw_tx_fpdu_done(struct iw_qp *qp)
 		break;
 	case TX_IRQ: {
 		struct iw_irqe *e = &qp->irq[qp->irq_head];
+		bool target = !e->atomic && e->rr.size;
+		uint32_t stag = e->rr.src_stag;
 
 		if (!qp->tx_msg_end)
 			break;
-		if (!e->atomic && e->rr.size)
-			iw_qp_target(qp, false, e->rr.src_stag);
 		qp->tx_irq_busy = false;
 		qp->irq_head = iw_ring_next(qp->irq_head, qp->irq_cap);
 		qp->irq_count--;
+		if (target)
+			iw_qp_target(qp, false, stag);
 		break;
 	}
 	case TX_SQ: {
@@ -576,7 +588,6 @@ static void iw_tx_fpdu_done(struct iw_qp *qp)
 	default:
 		break;
 	}
-	qp->tx_src = TX_NONE;
 }
 
 /* Copies the FPDU just framed in txv into the batch. */

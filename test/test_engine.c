@@ -797,6 +797,115 @@ static void test_rtr_forced(void)
 	}
 }
 
+/*
+ * The initiator learns it is connected inside its transmit path, once the
+ * RTR is out: a Send posted from that upcall, larger than the socket
+ * takes, is left half written. The path must not forget it when the upcall
+ * returns: the Send ends once, with its MSN, and the next one follows
+ * (else: a second last segment with that MSN, which the peer terminates).
+ */
+#define NEST_LEN 200000u	/* one batch of FPDUs, its last one included */
+static uint8_t *nest_src, *nest_dst;
+static uint8_t nest_msg[32], nest_msg_dst[64];
+static void *nest_sctx, *nest_rctx, *nest_sctx2, *nest_rctx2;
+static int nest_rc;
+
+static void nest_post_recv(struct eu_listener *el, struct eu_qp *q)
+{
+	struct iw_sge sg[2] = { { .addr = nest_dst, .len = NEST_LEN },
+				{ .addr = nest_msg_dst,
+				  .len = sizeof(nest_msg_dst) } };
+	struct iw_recv_wr wr = { .ctx = nest_rctx, .sgl = &sg[0],
+				 .num_sge = 1 };
+	int small = 16384;
+
+	setsockopt(iw_qp_fd(q->qp), SOL_SOCKET, SO_RCVBUF, &small,
+		   sizeof(small));
+	el->accept_rc = iw_qp_post_recv(q->qp, &wr);
+	wr.ctx = nest_rctx2;
+	wr.sgl = &sg[1];
+	if (!el->accept_rc)
+		el->accept_rc = iw_qp_post_recv(q->qp, &wr);
+}
+
+static void nest_on_ev(struct eu_qp *q, const struct eu_ev *ev)
+{
+	struct iw_sge sg = { .addr = nest_src, .len = NEST_LEN };
+	struct iw_send_wr wr = { .ctx = nest_sctx, .op = IW_WR_SEND,
+				 .sgl = &sg, .num_sge = 1,
+				 .flags = IW_WR_SIGNALED };
+	int small = 16384;
+
+	if (ev->type != IW_CM_ESTABLISHED || nest_rc != 1)
+		return;
+	/* a small send buffer: the Send cannot go out in one call */
+	setsockopt(iw_qp_fd(q->qp), SOL_SOCKET, SO_SNDBUF, &small,
+		   sizeof(small));
+	nest_rc = iw_qp_post_send(q->qp, &wr);
+}
+
+static void test_send_from_upcall(void)
+{
+	struct iw_sge sg = { .addr = nest_msg, .len = sizeof(nest_msg) };
+	struct iw_send_wr wr = { .op = IW_WR_SEND, .sgl = &sg, .num_sge = 1,
+				 .flags = IW_WR_SIGNALED };
+	struct eu_pair_cfg cfg;
+	struct want w = { 0 };
+	struct eu_pair p;
+	bool ok;
+
+	nest_src = malloc(NEST_LEN);
+	nest_dst = malloc(NEST_LEN);
+	if (!nest_src || !nest_dst) {
+		report(false, "upcall send: buffers");
+		goto out;
+	}
+	eu_fill(nest_src, NEST_LEN, 77);
+	memset(nest_dst, CANARY, NEST_LEN);
+	eu_fill(nest_msg, sizeof(nest_msg), 78);
+	nest_sctx = nctx();
+	nest_rctx = nctx();
+	nest_sctx2 = nctx();
+	nest_rctx2 = nctx();
+	nest_rc = 1;
+	cfg_default(&cfg);
+	cfg.init.rtr = IW_RTR_WRITE;
+	ok = eu_pair_init(&p, &env, &cfg) == 0;
+	p.lst.after_accept = nest_post_recv;
+	p.a.on_ev = nest_on_ev;
+	ok = ok && !eu_pair_start(&p, &cfg.init) && !eu_pair_wait(&p, &cfg);
+	if (!ok) {
+		bad("connection setup failed");
+		pair_diag(&p);
+	}
+	if (ok && (nest_rc || p.lst.accept_rc))
+		ok = bad("post from the upcall %d, receives %d", nest_rc,
+			 p.lst.accept_rc);
+	wr.ctx = nest_sctx2;
+	if (ok && iw_qp_post_send(p.a.qp, &wr))
+		ok = bad("second post_send failed");
+	w.p = &p;
+	want_add(&w, &p.a, nest_sctx);
+	want_add(&w, &p.a, nest_sctx2);
+	want_add(&w, &p.b, nest_rctx);
+	want_add(&w, &p.b, nest_rctx2);
+	ok = ok && wait_want(&w, 10000) &&
+	     check_wc(&p.b, nest_rctx, IW_WC_RECV, NEST_LEN, 0, 0) &&
+	     check_wc(&p.b, nest_rctx2, IW_WC_RECV, sizeof(nest_msg), 0, 0) &&
+	     check_wc(&p.a, nest_sctx, IW_WC_SEND, NEST_LEN, 0, 0) &&
+	     check_wc(&p.a, nest_sctx2, IW_WC_SEND, sizeof(nest_msg), 0, 0);
+	if (ok && (memcmp(nest_dst, nest_src, NEST_LEN) ||
+		   memcmp(nest_msg_dst, nest_msg, sizeof(nest_msg))))
+		ok = bad("data differs");
+	report(ok, "a %u-octet Send posted from the ESTABLISHED upcall, left "
+		   "half written, ends once; the next Send follows",
+	       NEST_LEN);
+	eu_pair_fini(&p);
+out:
+	free(nest_src);
+	free(nest_dst);
+}
+
 /* The responder's accepted set decides, in the order Write, Read, Send. */
 static void test_rtr_responder(void)
 {
@@ -3566,6 +3675,7 @@ int main(int argc, char **argv)
 	timed("rtr responder", test_rtr_responder);
 	timed("rtr reply all", test_rtr_reply_all);
 	timed("rtr none", test_rtr_none);
+	timed("send from upcall", test_send_from_upcall);
 	timed("client-server", test_cs_first_fpdu);
 	timed("rev1", test_rev1);
 	timed("reject", test_reject);
