@@ -7,7 +7,13 @@
 # Needs $out (a scratch directory) and the counters pass, fail and skip.
 
 ok() { pass=$((pass + 1)); echo "PASS  $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL  $1${2:+: $2}"; }
+# Each failure is also kept in $out/failures, which test/run prints again
+# just before its count: a log cut in the middle still names them.
+ko() {
+	fail=$((fail + 1))
+	echo "FAIL  $1${2:+: $2}"
+	echo "FAIL  $1${2:+: $2}" >>"$out/failures"
+}
 sk() { skip=$((skip + 1)); echo "SKIP  $1${2:+: $2}"; }
 
 # Seconds a program may take before it is killed (timeout signals its
@@ -80,7 +86,8 @@ tap_count() { # name want seconds status: reads $out/name.tap and .err
 	pass=$((pass + n_ok))
 	fail=$((fail + n_ko))
 	skip=$((skip + n_sk))
-	grep '^not ok ' "$log" | sed "s/^/FAIL  $name: /"
+	grep '^not ok ' "$log" | sed "s/^/FAIL  $name: /" |
+		tee -a "$out/failures"
 	grep -E '^ok [0-9]+ .*# SKIP' "$log" | sed "s/^/SKIP  $name: /"
 	echo "TAP   $name: $n_ok ok, $n_ko not ok, $n_sk skipped (owes $want)"
 	san=$(sanitizer_report "$err")
