@@ -11,8 +11,7 @@ ok() { pass=$((pass + 1)); echo "PASS  $1"; }
 # just before its count: a log cut in the middle still names them.
 ko() {
 	fail=$((fail + 1))
-	echo "FAIL  $1${2:+: $2}"
-	echo "FAIL  $1${2:+: $2}" >>"$out/failures"
+	echo "FAIL  $1${2:+: $2}" | tee -a "$out/failures"
 }
 sk() { skip=$((skip + 1)); echo "SKIP  $1${2:+: $2}"; }
 
