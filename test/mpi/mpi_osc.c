@@ -21,8 +21,8 @@
  * Byte patterns depend on (origin rank, target rank, offset, iteration).
  * Failures print "rank N: <test>: <what> expected X got Y"; rank 0 ends
  * with "mpi_osc OK" when everything passed, and calls MPI_Abort otherwise.
- * A test still running after TEST_TIMEOUT seconds names itself and ends
- * the job.
+ * A test still running after TEST_TIMEOUT seconds names itself (and,
+ * in the spin lock, the step each rank is at) and ends the job.
  *
  * Usage: mpi_osc [SEED] (offsets and sizes derive from SEED, default 1).
  * With MPI_OSC_SABOTAGE=TEXT in the environment, the last rank corrupts
@@ -76,6 +76,7 @@
 
 static int rank, nranks, errors;
 static const char *current = "init";
+static const char *volatile step = "";	/* where a test is, for on_alarm */
 static uint64_t seed0;
 
 /* ---- diagnostics ---- */
@@ -114,6 +115,24 @@ static void give_up(int line, const char *fmt, ...)
 	va_end(ap);
 	MPI_Abort(MPI_COMM_WORLD, 3);
 }
+
+/*
+ * As give_up, when another rank may be stuck inside MPI (the holder of a
+ * lock that never comes free): we idle until the test's alarm, so that
+ * the stuck rank's own alarm says where it is before anything aborts.
+ */
+static void give_up_late(int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(line, fmt, ap);
+	va_end(ap);
+	for (;;)
+		pause();	/* on_alarm ends the process */
+}
+
+#define GIVE_UP_LATE(...) give_up_late(__LINE__, __VA_ARGS__)
 
 #define CHECK(cond, ...)						\
 	do {								\
@@ -1548,8 +1567,20 @@ static void test_cas_first(int flavor)
  * 0..takers*LOCK_K-1 once each. The free value and the owners' values
  * share their low 32 bits on uint64. Where NO_LOCAL_CAS64, the target
  * takes no 64-bit lock on itself.
+ *
+ * A rank that finds the lock taken backs off (1 us, doubling to 1 ms)
+ * before it asks again. Without that the holder may never release it:
+ * Open MPI 4.1's osc rdma emulates a 32-bit MPI_Compare_and_swap by get
+ * and put under a per-target accumulate lock, a test-and-set on a word
+ * in the node's shared memory, which the waiters re-take the moment
+ * they let it go; each holds it across its get's round trip, yielding
+ * the CPU meanwhile (opal_progress when oversubscribed). The holder of
+ * our lock, needing that accumulate lock to release ours, then finds it
+ * taken for as long as the waiters spin: 30 s and more with four ranks
+ * on one CPU (taskset -c 0), and once in a while on two.
  */
 #define LOCK_K 10
+#define LOCK_BACKOFF_MAX_US 1000
 static void cas_lock(enum kind k, struct win *w, int T)
 {
 	unsigned char mine[8], freev[8], res[8];
@@ -1573,8 +1604,11 @@ static void cas_lock(enum kind k, struct win *w, int T)
 	MPI_Barrier(MPI_COMM_WORLD);
 	MUST(MPI_Win_lock_all(0, w->win));
 	for (n = 0; n < my_k; n++) {
+		unsigned int pause_us = 1;
+
 		t0 = MPI_Wtime();
 		for (;;) {
+			step = "taking the lock";
 			MUST(MPI_Compare_and_swap(mine, freev, res, kdt(k), T,
 						  0, w->win));
 			MUST(MPI_Win_flush(T, w->win));
@@ -1586,9 +1620,14 @@ static void cas_lock(enum kind k, struct win *w, int T)
 					"free or another rank's value", what,
 					show(k, v, a));
 			if (MPI_Wtime() - t0 > DEADLINE)
-				GIVE_UP("%s: not acquired in %.0f s, held by "
-					"rank %d", what, DEADLINE, r);
+				GIVE_UP_LATE("%s: not acquired in %.0f s, held "
+					     "by rank %d", what, DEADLINE, r);
+			step = "backing off";
+			usleep(pause_us);
+			if (pause_us < LOCK_BACKOFF_MAX_US)
+				pause_us *= 2;
 		}
+		step = "holding the lock: Fetch_and_op and Get";
 		MUST(MPI_Fetch_and_op(mine, res, kdt(k), T, 0, MPI_NO_OP,
 				      w->win));
 		MUST(MPI_Get(blk, 8, MPI_INT64_T, T, 1, 8, MPI_INT64_T,
@@ -1605,9 +1644,11 @@ static void cas_lock(enum kind k, struct win *w, int T)
 		seen[n] = (uint64_t)blk[0];
 		for (i = 0; i < 8; i++)
 			blk[i] = (int64_t)seen[n] + 1;
+		step = "holding the lock: Put";
 		MUST(MPI_Put(blk, 8, MPI_INT64_T, T, 1, 8, MPI_INT64_T,
 			     w->win));
 		MUST(MPI_Win_flush(T, w->win));
+		step = "releasing the lock";
 		MUST(MPI_Compare_and_swap(freev, mine, res, kdt(k), T, 0,
 					  w->win));
 		MUST(MPI_Win_flush(T, w->win));
@@ -1616,11 +1657,15 @@ static void cas_lock(enum kind k, struct win *w, int T)
 		      "word expected %s got %s", what,
 		      show(k, tag(k, rank, 0), a), show(k, v, b));
 	}
+	step = "Win_unlock_all after the last take";
 	MUST(MPI_Win_unlock_all(w->win));
+	step = "";
 	if (sabotage() && my_k)
 		seen[1] = seen[0];
 	check_cover(seen, my_k, 0, 0, what);
+	step = "the barrier after the takes";
 	MPI_Barrier(MPI_COMM_WORLD);
+	step = "";
 	MUST(MPI_Win_lock(MPI_LOCK_SHARED, T, 0, w->win));
 	MUST(MPI_Get(blk, 8, MPI_INT64_T, T, 1, 8, MPI_INT64_T, w->win));
 	MUST(MPI_Fetch_and_op(mine, res, kdt(k), T, 0, MPI_NO_OP, w->win));
@@ -1877,7 +1922,7 @@ static void test_get_accumulate(int flavor)
 static void on_alarm(int sig)
 {
 	static const char head[] = "mpi_osc: rank ", mid[] = ": hung in ";
-	char msg[160], num[12];
+	char msg[240], num[12];
 	size_t len = 0, k, i = sizeof(num);
 	int r = rank;
 
@@ -1893,6 +1938,12 @@ static void on_alarm(int sig)
 	len += sizeof(mid) - 1;
 	for (k = 0; current[k] && len < sizeof(msg) - 1; k++)
 		msg[len++] = current[k];
+	if (*step && len < sizeof(msg) - 5) {
+		memcpy(msg + len, " at ", 4);
+		len += 4;
+	}
+	for (k = 0; step[k] && len < sizeof(msg) - 1; k++)
+		msg[len++] = step[k];
 	msg[len++] = '\n';
 	if (write(2, msg, len) < 0)
 		_exit(4);
@@ -1905,6 +1956,7 @@ static int run(const char *name, void (*fn)(int), int flavor)
 	double t0 = MPI_Wtime();
 
 	current = name;
+	step = "";
 	alarm(TEST_TIMEOUT);
 	fn(flavor);
 	bad = errors - before;
