@@ -898,6 +898,7 @@ static void iw_rx_pump_stage(struct iw_qp *qp)
 			break;
 		}
 		qp->stats.rx_calls++;
+		qp->stats.rx_short += (size_t)n < asked;
 		budget -= (size_t)n < budget ? (size_t)n : budget;
 		/* A short read emptied the socket: asking again would only
 		 * say EAGAIN, one more syscall before every reply. */

@@ -2986,23 +2986,32 @@ static void test_syscall_economy(void)
 		ea.tx_fpdus -= sa.tx_fpdus;
 		eb.rx_calls -= sb.rx_calls;
 		eb.rx_fpdus -= sb.rx_fpdus;
+		eb.rx_short -= sb.rx_short;
 		tap_diag("  4 MiB Send: %llu FPDUs in %llu sendmsg; %llu FPDUs "
-			 "in %llu receive calls",
+			 "in %llu receive calls, %llu of them cut short by an "
+			 "empty socket",
 			 (unsigned long long)ea.tx_fpdus,
 			 (unsigned long long)ea.tx_calls,
 			 (unsigned long long)eb.rx_fpdus,
-			 (unsigned long long)eb.rx_calls);
+			 (unsigned long long)eb.rx_calls,
+			 (unsigned long long)eb.rx_short);
 		report(ea.tx_fpdus >= 64 && ea.tx_calls * 4 <= ea.tx_fpdus,
 		       "sender: at least 4 FPDUs per sendmsg (%llu in %llu)",
 		       (unsigned long long)ea.tx_fpdus,
 		       (unsigned long long)ea.tx_calls);
-		report(eb.rx_fpdus >= 64 && eb.rx_calls <= eb.rx_fpdus + 8,
-		       "receiver: one receive call per FPDU at most (%llu in "
-		       "%llu)", (unsigned long long)eb.rx_fpdus,
-		       (unsigned long long)eb.rx_calls);
+		/* a call that found only part of an FPDU there (the sender
+		 * not yet run, on a busy machine) is the scheduler's, not
+		 * ours: the full ones are counted */
+		report(eb.rx_fpdus >= 64 &&
+		       eb.rx_calls - eb.rx_short <= eb.rx_fpdus + 8,
+		       "receiver: one full receive call per FPDU at most (%llu "
+		       "in %llu, %llu short)", (unsigned long long)eb.rx_fpdus,
+		       (unsigned long long)(eb.rx_calls - eb.rx_short),
+		       (unsigned long long)eb.rx_short);
 	} else {
 		report(false, "sender: at least 4 FPDUs per sendmsg");
-		report(false, "receiver: one receive call per FPDU at most");
+		report(false, "receiver: one full receive call per FPDU at "
+		       "most");
 	}
 	if (made)
 		eu_pair_fini(&p);

@@ -469,6 +469,8 @@ struct iw_qp_stats {
 	uint64_t tx_calls, tx_fpdus;
 	uint64_t rx_calls, rx_fpdus;
 	uint64_t rx_empty;	/* receive calls that found nothing */
+	uint64_t rx_short;	/* ... that emptied the socket before the
+				 * end of what they asked for */
 	uint64_t tx_full;	/* sends that found the socket full */
 	uint64_t tx_flat;	/* FPDUs gathered into one iovec */
 	uint64_t tx_pushes;	/* setsockopt calls that pushed what a
