@@ -879,7 +879,7 @@ static void iw_rx_pump_stage(struct iw_qp *qp)
 		uint8_t *buf;
 		size_t len, asked;
 		ssize_t n;
-		bool direct;
+		bool direct, cut;
 
 		iw_rx_want(&qp->rx, &buf, &len);
 		if (!len) {
@@ -897,12 +897,13 @@ static void iw_rx_pump_stage(struct iw_qp *qp)
 				iw_rx_eof(qp);
 			break;
 		}
-		qp->stats.rx_calls++;
-		qp->stats.rx_short += (size_t)n < asked;
-		budget -= (size_t)n < budget ? (size_t)n : budget;
 		/* A short read emptied the socket: asking again would only
 		 * say EAGAIN, one more syscall before every reply. */
-		if (!iw_rx_take(qp, (size_t)n, len, direct, (size_t)n < asked))
+		cut = (size_t)n < asked;
+		qp->stats.rx_calls++;
+		qp->stats.rx_short += cut;
+		budget -= (size_t)n < budget ? (size_t)n : budget;
+		if (!iw_rx_take(qp, (size_t)n, len, direct, cut))
 			break;
 	}
 }
