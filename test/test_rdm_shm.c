@@ -350,9 +350,33 @@ static void drive(struct ep *e, double secs)
 #define SLOT 8192
 #define NSLOT 48
 
-/* B publishes n slots of random bytes, with types of the transport and
- * random lengths, in A's ring as its producer would. A consumed all
+/* B publishes a slot in A's ring as its producer would: A consumed all
  * before, so its counter is where B's producer stands. */
+static void publish(uint8_t *seg, uint64_t i, uint32_t type, uint32_t len,
+		    const uint8_t *data, size_t n)
+{
+	uint64_t head = __atomic_load_n((uint64_t *)(seg + SEG_TAIL),
+					__ATOMIC_ACQUIRE);
+	uint8_t *s = seg + SEG_SLOTS + ((head + i) % NSLOT) * SLOT;
+	uint64_t seq = head + i + 1;
+
+	memcpy(s, &type, 4);
+	memcpy(s + 4, &len, 4);
+	memcpy(s + 16, data, n);
+	__atomic_store_n((uint64_t *)(s + 8), seq, __ATOMIC_RELEASE);
+}
+
+/* A single-slot message (type 7) whose header length octet says 41, one
+ * more than an RDM header has: A must refuse it, not read past it. */
+static void forge_small(uint8_t *seg)
+{
+	uint8_t d[64] = { 41 };
+
+	publish(seg, 0, 7, sizeof(d), d, sizeof(d));
+}
+
+/* B publishes n slots of random bytes, with types of the transport and
+ * random lengths. */
 static void forge(uint8_t *seg, int n)
 {
 	uint64_t head = __atomic_load_n((uint64_t *)(seg + SEG_TAIL),
@@ -363,7 +387,7 @@ static void forge(uint8_t *seg, int n)
 	srand(12345);
 	for (i = 0; i < n; i++) {
 		uint8_t *s = seg + SEG_SLOTS + ((head + i) % NSLOT) * SLOT;
-		uint32_t type = 1 + (uint32_t)rand() % 6;
+		uint32_t type = 1 + (uint32_t)rand() % 7;
 		uint32_t len = (uint32_t)rand() % (SLOT + 64);
 
 		for (k = 0; k < SLOT; k++)
@@ -375,8 +399,11 @@ static void forge(uint8_t *seg, int n)
 	}
 }
 
-/* B scribbles over A's ring: random bytes everywhere, or forged slots. */
-static void scribble(pid_t owner, bool frames)
+enum { SCRIBBLE, FRAMES, SMALL };
+
+/* B scribbles over A's ring: random bytes everywhere, forged slots, or
+ * one forged small message. */
+static void scribble(pid_t owner, int how)
 {
 	char line[512], want[64];
 	unsigned long lo, hi;
@@ -388,8 +415,12 @@ static void scribble(pid_t owner, bool frames)
 		if (!strstr(line, want) ||
 		    sscanf(line, "%lx-%lx", &lo, &hi) != 2)
 			continue;
-		if (frames) {
+		if (how == FRAMES) {
 			forge((uint8_t *)lo, NSLOT / 2);
+			continue;
+		}
+		if (how == SMALL) {
+			forge_small((uint8_t *)lo);
 			continue;
 		}
 		srand((unsigned)getpid());
@@ -400,9 +431,10 @@ static void scribble(pid_t owner, bool frames)
 		fclose(f);
 }
 
-static void case_scribble(struct ep *e, int me, pid_t a, bool frames)
+static void case_scribble(struct ep *e, int me, pid_t a, int how)
 {
-	const char *what = frames ? "forged slots" : "scribble";
+	const char *what = how == FRAMES ? "forged slots" :
+			   how == SMALL ? "forged small message" : "scribble";
 	static uint8_t big[BIG];
 	struct fi_cq_err_entry err;
 	void *ctx = NULL;
@@ -412,7 +444,7 @@ static void case_scribble(struct ep *e, int me, pid_t a, bool frames)
 		return;
 	if (me) {
 		wait_step(0, 1, 20);
-		scribble(a, frames);
+		scribble(a, how);
 		bd->step[1] = 1;
 	} else {
 		r = fi_tsend(e->ep, big, BIG, NULL, e->peer, 9, big);
@@ -424,6 +456,10 @@ static void case_scribble(struct ep *e, int me, pid_t a, bool frames)
 			what, err.err);
 		verdict(1, log_has(e, "shared memory violated ("),
 			"%s: A logs the violation", what);
+		if (how == SMALL)
+			verdict(3, log_has(e, "a message header out of range"),
+				"%s: A names it (a message header out of "
+				"range)", what);
 		bd->step[0] = 2;
 	}
 	/* B hears A closed the connection before it sends again */
@@ -626,7 +662,7 @@ static void case_atomic(struct ep *e, int me)
 /* ---- the parent */
 
 enum { C_DATA, C_OFF, C_KILL, C_SCRIBBLE, C_FRAMES, C_FULL, C_ATOMIC,
-       C_SLEEP, C_CORE, C_CORE_TCP };
+       C_SLEEP, C_CORE, C_CORE_TCP, C_SMALL };
 
 static void child(int which, int me, pid_t a)
 {
@@ -649,8 +685,9 @@ static void child(int which, int me, pid_t a)
 	case C_DATA: case_data(&e, me); break;
 	case C_OFF: case_off(&e, me); break;
 	case C_KILL: case_kill(&e, me); break;
-	case C_SCRIBBLE: case_scribble(&e, me, a, false); break;
-	case C_FRAMES: case_scribble(&e, me, a, true); break;
+	case C_SCRIBBLE: case_scribble(&e, me, a, SCRIBBLE); break;
+	case C_FRAMES: case_scribble(&e, me, a, FRAMES); break;
+	case C_SMALL: case_scribble(&e, me, a, SMALL); break;
 	case C_FULL: case_full(&e, me); break;
 	case C_ATOMIC: case_atomic(&e, me); break;
 	case C_SLEEP: case_sleep(&e, me); break;
@@ -764,6 +801,7 @@ int main(void)
 	run_case(C_KILL, 1, "kill");
 	run_case(C_SCRIBBLE, 3, "scribble");
 	run_case(C_FRAMES, 3, "forged slots");
+	run_case(C_SMALL, 4, "forged small message");
 	run_case(C_ATOMIC, 2, "atomics");
 	run_case(C_SLEEP, 2, "sleep");
 	run_cores();

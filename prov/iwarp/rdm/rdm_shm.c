@@ -71,7 +71,7 @@
 #define SHM_HDR 256
 #define SHM_SEG_SIZE (SHM_HDR + (size_t)SHM_SLOTS * SHM_SLOT)
 #define SHM_MAGIC 0x4957534d48524e47ull	/* "IWSMHRNG" */
-#define SHM_VERSION 4
+#define SHM_VERSION 5
 /* progress calls without a sleep before sleeper goes down again */
 #define SHM_SLEEPER_IDLE 100000u
 /* ops with at most this many iovecs are kept for reuse, this many */
@@ -97,6 +97,7 @@ enum shm_type {
 	SHM_T_READ,		/* shm_rma */
 	SHM_T_ACK,		/* shm_ack */
 	SHM_T_RDATA,		/* uint64_t id, payload */
+	SHM_T_SMALL,		/* n, header's first n octets, payload */
 };
 
 struct shm_seg {
@@ -840,29 +841,25 @@ static void shm_rx_msg_end(struct shm_conn *c)
 		c->se->up->recv(c->peer, ctx, len, true);
 }
 
-static void shm_rx_msg(struct shm_conn *c, const uint8_t *d,
-		       const uint8_t *payload, uint32_t len)
+/* A message's first slot, its header checked and copied out of the
+ * segment: len octets of its total are in this slot. */
+static void shm_rx_msg_start(struct shm_conn *c, const uint8_t *hdr,
+			     uint32_t hdr_len, uint64_t total,
+			     const uint8_t *payload, uint32_t len)
 {
-	struct shm_msg m;
 	struct shm_rx *r = &c->rx;
 	int n;
 
-	memcpy(&m, d, sizeof(m));
-	if (m.hdr_len > IWARP_RDM_HDR_LEN ||
-	    len > SHM_SLOT_DATA - sizeof(m) || m.total > UINT32_MAX) {
-		shm_broken(c, "a message header out of range");
-		return;
-	}
 	/* whole in this slot: straight into a posted receive if one waits */
-	if (m.total == len &&
-	    c->se->up->recv_whole(c->peer, m.hdr, m.hdr_len, payload, len))
+	if (total == len &&
+	    c->se->up->recv_whole(c->peer, hdr, hdr_len, payload, len))
 		return;
 	/* the fields a message uses (dst up to n is place's) */
 	r->ctx = NULL;
 	r->di = 0;
 	r->doff = 0;
 	r->got = 0;
-	n = c->se->up->place(c->peer, m.hdr, m.hdr_len, r->dst, &r->ctx);
+	n = c->se->up->place(c->peer, hdr, hdr_len, r->dst, &r->ctx);
 	if (n < 0 || n > IW_MAX_SGE) {
 		r->ctx = NULL;
 		shm_broken(c, "a message the protocol refused");
@@ -870,10 +867,40 @@ static void shm_rx_msg(struct shm_conn *c, const uint8_t *d,
 	}
 	r->type = SHM_T_MSG;
 	r->n = n;
-	r->total = m.total;
+	r->total = total;
 	if (c->mode == SHM_ON && shm_rx_scatter(c, payload, len) &&
 	    r->got == r->total)
 		shm_rx_msg_end(c);
+}
+
+static void shm_rx_msg(struct shm_conn *c, const uint8_t *d,
+		       const uint8_t *payload, uint32_t len)
+{
+	struct shm_msg m;
+
+	memcpy(&m, d, sizeof(m));
+	if (m.hdr_len > IWARP_RDM_HDR_LEN ||
+	    len > SHM_SLOT_DATA - sizeof(m) || m.total > UINT32_MAX) {
+		shm_broken(c, "a message header out of range");
+		return;
+	}
+	shm_rx_msg_start(c, m.hdr, m.hdr_len, m.total, payload, len);
+}
+
+/* A whole message in one slot, its header without its trailing zero
+ * octets (d[0] of them kept): a small one's slot is one cache line. */
+static void shm_rx_small(struct shm_conn *c, const uint8_t *d, uint32_t len)
+{
+	uint8_t hdr[IWARP_RDM_HDR_LEN] = { 0 };
+	uint8_t n = __atomic_load_n(d, __ATOMIC_RELAXED);
+
+	if (n > IWARP_RDM_HDR_LEN || len < 1u + n) {
+		shm_broken(c, "a message header out of range");
+		return;
+	}
+	memcpy(hdr, d + 1, n);
+	shm_rx_msg_start(c, hdr, IWARP_RDM_HDR_LEN, len - 1u - n,
+			 d + 1 + n, len - 1u - n);
 }
 
 /* The requester's buffers of a request, as iovecs; their count. */
@@ -1137,6 +1164,9 @@ static void shm_rx_slot(struct shm_conn *c, const struct shm_slot *s)
 	case SHM_T_MSG:
 		memcpy(d, s->data, sizeof(struct shm_msg));
 		shm_rx_msg(c, d, s->data + sizeof(struct shm_msg), len);
+		break;
+	case SHM_T_SMALL:
+		shm_rx_small(c, s->data, len);
 		break;
 	case SHM_T_CONT:
 		shm_rx_cont(c, s->data, len);
@@ -1738,6 +1768,7 @@ static bool shm_post_small(struct shm_conn *c, void *ctx, const uint8_t *hdr,
 			   size_t hdr_len, const struct iovec *iov,
 			   size_t count)
 {
+	uint32_t len, type;
 	struct shm_msg *m;
 	struct shm_slot *s;
 	struct shm_op *op;
@@ -1760,19 +1791,37 @@ static bool shm_post_small(struct shm_conn *c, void *ctx, const uint8_t *hdr,
 		op->count = 0;
 		iwarp_list_add_tail(&c->doneq, &op->link);
 	}
-	m = (struct shm_msg *)(void *)s->data;
-	m->hdr_len = (uint32_t)hdr_len;
-	m->pad = 0;
-	m->total = total;
-	memcpy(m->hdr, hdr, hdr_len);
-	memset(m->hdr + hdr_len, 0, sizeof(m->hdr) - hdr_len);
-	p = s->data + sizeof(*m);
+	if (hdr_len == IWARP_RDM_HDR_LEN) {
+		/* the header's trailing zeros (an eager message has no
+		 * address) stay home: with CQ data and 8 octets of payload
+		 * the slot is one cache line, which the consumer's core
+		 * fetches once */
+		size_t n = hdr_len;
+
+		while (n && !hdr[n - 1])
+			n--;
+		s->data[0] = (uint8_t)n;
+		memcpy(s->data + 1, hdr, n);
+		p = s->data + 1 + n;
+		len = (uint32_t)(1 + n + total);
+		type = SHM_T_SMALL;
+	} else {
+		m = (struct shm_msg *)(void *)s->data;
+		m->hdr_len = (uint32_t)hdr_len;
+		m->pad = 0;
+		m->total = total;
+		memcpy(m->hdr, hdr, hdr_len);
+		memset(m->hdr + hdr_len, 0, sizeof(m->hdr) - hdr_len);
+		p = s->data + sizeof(*m);
+		len = (uint32_t)total;
+		type = SHM_T_MSG;
+	}
 	for (i = 0; i < count; i++) {
 		if (iov[i].iov_len)	/* an empty entry may have no base */
 			memcpy(p, iov[i].iov_base, iov[i].iov_len);
 		p += iov[i].iov_len;
 	}
-	shm_tx_push(c, s, SHM_T_MSG, (uint32_t)total);
+	shm_tx_push(c, s, type, len);
 	shm_kick(c, SHM_WAKE_DATA);
 	return true;
 }
