@@ -211,16 +211,38 @@ static int iw_cm_check_param(const struct iw_conn_param *p)
 
 /* ---- initiator */
 
+static int iw_cm_socket(int family)
+{
+	int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd >= 0)
+		iw_sock_nodelay(fd);
+	return fd;
+}
+
+int iw_qp_presock(struct iw_qp *qp, int family)
+{
+	if (qp->cm != CM_IDLE || qp->spare_fd >= 0)
+		return 0;
+	qp->spare_fd = iw_cm_socket(family);
+	qp->spare_family = family;
+	return qp->spare_fd < 0 ? -errno : 0;
+}
+
 static int iw_cm_tcp_connect(struct iw_qp *qp)
 {
 	const struct sockaddr *sa = (const struct sockaddr *)&qp->dst;
-	int fd;
+	int fd = qp->spare_fd;
 
-	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    0);
+	qp->spare_fd = -1;
+	if (fd >= 0 && qp->spare_family != sa->sa_family) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		fd = iw_cm_socket(sa->sa_family);
 	if (fd < 0)
 		return -errno;
-	iw_sock_nodelay(fd);
 	if (qp->src_len) {
 		int one = 1;
 

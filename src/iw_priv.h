@@ -257,6 +257,8 @@ struct iw_qp {
 	struct iw_conn_param param;
 	uint8_t pdata[MPA_MAX_PD];	/* our private data, kept for retry */
 	int fd;
+	int spare_fd;		/* made ahead for connect (iw_qp_presock) */
+	int spare_family;
 	enum iw_cm_state cm;
 	uint64_t deadline;
 	bool initiator;

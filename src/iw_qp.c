@@ -164,6 +164,7 @@ int iw_qp_create(struct iw_pd *pd, const struct iw_qp_attr *attr,
 	qp->pd = pd;
 	qp->attr = *attr;
 	qp->fd = -1;
+	qp->spare_fd = -1;
 	qp->srq = attr->srq;
 	qp->rx.ops = &iw_qprx_ops;	/* placement into this QP's queues */
 	if (attr->peek_len) {
@@ -249,6 +250,8 @@ int iw_qp_destroy(struct iw_qp *qp)
 	qp->ev_final = true;
 	iw_qp_flush(qp, IW_WC_FLUSHED);
 	iw_qp_close_socket(qp, true);
+	if (qp->spare_fd >= 0)
+		close(qp->spare_fd);
 	if (qp->srq)
 		qp->srq->nqp--;
 	qp->pd->nqp--;

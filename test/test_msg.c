@@ -12,6 +12,7 @@
  * TEST_MSG_SEED=<n> replays the random offsets and patterns of a run.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -399,6 +400,67 @@ static void shutdown_server(struct proc *p)
 		goto out;
 	ret = fi_shutdown(n.ep, 0);
 	check(!ret, "fi_shutdown (%d)", ret);
+	ctl_wait_serving(&n, &m, 2 * WAIT_MS);
+out:
+	node_close(&n);
+}
+
+/* ---- the active side's socket comes with fi_enable (as tcp's comes with
+ * fi_endpoint): fi_connect does not pay for making it, and an endpoint
+ * closed unconnected gives it back */
+
+static int fd_count(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1;
+}
+
+static void presock_client(struct proc *p)
+{
+	struct node n;
+	int a, b, c, d;
+	int ret = node_open(&n, p, NULL);
+
+	if (!ret && !ctl_expect(p, CTL_READY, NULL, 10000))
+		ret = -FI_ETIMEDOUT;
+	if (!check(!ret, "client open (%d)", ret))
+		goto out;
+	/* an endpoint enabled and closed without connecting: nothing kept */
+	a = fd_count();
+	ret = cli_endpoint(&n);
+	b = fd_count();
+	node_close_ep(&n);
+	c = fd_count();
+	check(!ret && b > a && c == a, "an endpoint closed unconnected gives "
+	      "back every descriptor (%d, then %d, then %d)", a, b, c);
+	ret = cli_endpoint(&n);
+	b = fd_count();
+	if (!ret)
+		ret = cli_connect(&n, NULL, 0, NULL);
+	d = fd_count();
+	check(!ret && d == b, "fi_connect makes no descriptor: the socket "
+	      "came with fi_enable (%d before, %d connected; %d)", b, d, ret);
+	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
+out:
+	node_close(&n);
+}
+
+static void presock_server(struct proc *p)
+{
+	struct node n;
+	struct ctl m;
+
+	if (!srv_setup(&n, p, NULL))
+		goto out;
 	ctl_wait_serving(&n, &m, 2 * WAIT_MS);
 out:
 	node_close(&n);
@@ -1279,6 +1341,8 @@ static const struct msg_case cases[] = {
 	{ "reject with data", reject_client, reject_server, false, false, 20 },
 	{ "shutdown from either side", shutdown_client, shutdown_server,
 	  false, false, 30 },
+	{ "the client's socket comes with fi_enable", presock_client,
+	  presock_server, false, false, 20 },
 	{ "one EQ, endpoints connected one after another", order_client,
 	  order_server, false, false, 60 },
 	{ "close right after a Send", close_after_send_client,

@@ -376,6 +376,10 @@ int iw_qp_destroy(struct iw_qp *qp);
  * pages a connection's first messages touch are faulted in now. */
 void iw_qp_prepare(const struct iw_qp_attr *attr);
 
+/* Makes the socket a later iw_qp_connect to an address of this family
+ * uses, so that connecting does not also pay for creating it (several
+ * microseconds); 0 or a negative errno. */
+int iw_qp_presock(struct iw_qp *qp, int family);
 /* Active side: non-blocking; the outcome comes as a CM event. */
 int iw_qp_connect(struct iw_qp *qp, const struct sockaddr *dst,
 		  socklen_t len, const struct iw_conn_param *param);

@@ -121,6 +121,17 @@ static void iwarp_ep_wait_bind(struct iwarp_ep *ep)
 	iwarp_wait_bind(&ep->eq->wait, &ep->poll);
 }
 
+/* Lock held. The family of the address it will connect to: fi_getinfo's
+ * destination, else its own address's; unknown, nothing is made. */
+static void iwarp_ep_presock(struct iwarp_ep *ep)
+{
+	const struct sockaddr *dst = ep->base.info->dest_addr;
+	int family = dst ? dst->sa_family : ep->src.sa.sa_family;
+
+	if (family == AF_INET || family == AF_INET6)
+		iw_qp_presock(ep->qp, family);
+}
+
 static int iwarp_ep_enable(struct iwarp_ep_base *b)
 {
 	struct iwarp_ep *ep = iwarp_container_of(b, struct iwarp_ep, base);
@@ -139,6 +150,10 @@ static int iwarp_ep_enable(struct iwarp_ep_base *b)
 	ret = iw_qp_create(b->dom->pd, &attr, &ep->qp);
 	if (!ret && ep->auth)
 		ret = iwarp_ep_auth_enable(ep);
+	/* an active endpoint connects with a socket made now (as tcp's
+	 * fi_endpoint makes it), not inside its fi_connect */
+	if (!ret && !ep->connreq)
+		iwarp_ep_presock(ep);
 	if (!ret) {
 		iwarp_ep_wait_bind(ep);
 		b->enabled = true;
