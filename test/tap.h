@@ -8,6 +8,7 @@
 #ifndef IWARP_TEST_TAP_H
 #define IWARP_TEST_TAP_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -29,6 +30,22 @@ static inline double tap_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Descriptors this process holds open, or -1. */
+static inline int tap_fd_count(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1;	/* the directory's own */
 }
 
 /* Reports one result; returns cond so callers can chain. */

@@ -11,7 +11,6 @@
  * would, under a soft descriptor limit of 1024 (the usual default).
  */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -91,21 +90,6 @@ static void log_hook(void *arg, int level, const char *msg)
 }
 
 /* ---- descriptors */
-
-static int fd_count(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;	/* the directory's own */
-}
 
 static void fd_limit_1024(void)
 {
@@ -520,7 +504,7 @@ static void sample_pending(struct flood *f)
 /* The listener's count, and its share of this process's descriptors. */
 static void sample(struct flood *f, int n, int own)
 {
-	int held = fd_count() - f->base - open_clients(f, n) - own;
+	int held = tap_fd_count() - f->base - open_clients(f, n) - own;
 
 	sample_pending(f);
 	if (held > f->max_held)
@@ -713,7 +697,7 @@ static void test_after(struct flood *f)
 	do {
 		eu_idle(LP, 20);
 		iw_listener_stats(lst.l, &st);
-		n = fd_count();
+		n = tap_fd_count();
 	} while ((st.pending || n > f->base) && iw_now_ms() < end);
 	tap_diag("descriptors: %d before the flood, %d after", f->base, n);
 	report((st.pending == 0 && n <= f->base + 2) ||
@@ -735,7 +719,7 @@ static void test_flood(void)
 	report((!conn_start(&c1) || bad("connect failed")) &&
 	       conn_wait(&c1, 5000) && round_trip(&c1, 1),
 	       "a connection through the listener before the flood");
-	f.base = fd_count();
+	f.base = tap_fd_count();
 	flood_run(&f, &c1, &c2);
 	report(c2.started && conn_wait(&c2, 5000) &&
 	       xfer(&c2.a, &c2.b, BIG, 7) && round_trip(&c2, 9),

@@ -11,7 +11,6 @@
  * Needs FI_PROVIDER_PATH pointing at the directory of libiwarp-fi.so.
  */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdbool.h>
@@ -135,21 +134,6 @@ static bool msg(struct rep *src, fi_addr_t to, struct rep *dst,
 	       !memcmp(in, out, MSG_LEN);
 }
 
-static int fd_count(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;
-}
-
 /* A flood connection: idle, half a Request, or garbage. */
 static int cli_open(const struct sockaddr_in *to, int kind)
 {
@@ -202,7 +186,7 @@ static void flood_step(struct flood *f, struct rep *a, struct rep *b,
 	if (!msg(a, b_at_a, b, eps, n, (unsigned int)f->sent) ||
 	    !msg(b, a_at_b, a, eps, n, (unsigned int)f->sent + 1))
 		f->bad++;
-	held = fd_count() - f->base - f->n_open;
+	held = tap_fd_count() - f->base - f->n_open;
 	if (held > f->max_held)
 		f->max_held = held;
 }
@@ -225,7 +209,7 @@ static int test_flood(struct rep *a, struct rep *b, struct rep *c)
 		    msg(b, a_at_b, a, eps, 3, 2),
 		    "endpoints exchange messages before the flood"))
 		return -1;
-	f.base = fd_count();
+	f.base = tap_fd_count();
 	for (i = 0; i < FLOOD; i++) {
 		int *fd = &f.cli[i % RING];
 
@@ -290,7 +274,7 @@ static void test_after(struct rep *a, struct rep *b, struct rep *c,
 	do {
 		poke(eps, 3);
 		usleep(1000);
-		n = fd_count();
+		n = tap_fd_count();
 	} while (n > base + 2 && tap_now() < end);
 	tap_ok(base >= 0 && n <= base + 2, "descriptors back to what they "
 	       "were, plus the late endpoint's connection (%d, %d before)",

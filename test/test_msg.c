@@ -12,7 +12,6 @@
  * TEST_MSG_SEED=<n> replays the random offsets and patterns of a run.
  */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -409,21 +408,6 @@ out:
  * fi_endpoint): fi_connect does not pay for making it, and an endpoint
  * closed unconnected gives it back */
 
-static int fd_count(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;
-}
-
 static void presock_client(struct proc *p)
 {
 	struct node n;
@@ -435,18 +419,18 @@ static void presock_client(struct proc *p)
 	if (!check(!ret, "client open (%d)", ret))
 		goto out;
 	/* an endpoint enabled and closed without connecting: nothing kept */
-	a = fd_count();
+	a = tap_fd_count();
 	ret = cli_endpoint(&n);
-	b = fd_count();
+	b = tap_fd_count();
 	node_close_ep(&n);
-	c = fd_count();
+	c = tap_fd_count();
 	check(!ret && b > a && c == a, "an endpoint closed unconnected gives "
 	      "back every descriptor (%d, then %d, then %d)", a, b, c);
 	ret = cli_endpoint(&n);
-	b = fd_count();
+	b = tap_fd_count();
 	if (!ret)
 		ret = cli_connect(&n, NULL, 0, NULL);
-	d = fd_count();
+	d = tap_fd_count();
 	check(!ret && d == b, "fi_connect makes no descriptor: the socket "
 	      "came with fi_enable (%d before, %d connected; %d)", b, d, ret);
 	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);

@@ -350,20 +350,25 @@ static void drive(struct ep *e, double secs)
 #define SLOT 8192
 #define NSLOT 48
 
-/* B publishes a slot in A's ring as its producer would: A consumed all
- * before, so its counter is where B's producer stands. */
-static void publish(uint8_t *seg, uint64_t i, uint32_t type, uint32_t len,
+/* Where B's producer stands in A's ring: A consumed all before, so at
+ * A's counter. */
+static uint64_t ring_head(const uint8_t *seg)
+{
+	return __atomic_load_n((const uint64_t *)(seg + SEG_TAIL),
+			       __ATOMIC_ACQUIRE);
+}
+
+/* B publishes slot number k as its producer would: type, length and n
+ * octets of data, its sequence number (k + 1) last. */
+static void publish(uint8_t *seg, uint64_t k, uint32_t type, uint32_t len,
 		    const uint8_t *data, size_t n)
 {
-	uint64_t head = __atomic_load_n((uint64_t *)(seg + SEG_TAIL),
-					__ATOMIC_ACQUIRE);
-	uint8_t *s = seg + SEG_SLOTS + ((head + i) % NSLOT) * SLOT;
-	uint64_t seq = head + i + 1;
+	uint8_t *s = seg + SEG_SLOTS + (k % NSLOT) * SLOT;
 
 	memcpy(s, &type, 4);
 	memcpy(s + 4, &len, 4);
 	memcpy(s + 16, data, n);
-	__atomic_store_n((uint64_t *)(s + 8), seq, __ATOMIC_RELEASE);
+	__atomic_store_n((uint64_t *)(s + 8), k + 1, __ATOMIC_RELEASE);
 }
 
 /* A single-slot message (type 7) whose header length octet says 41, one
@@ -372,30 +377,28 @@ static void forge_small(uint8_t *seg)
 {
 	uint8_t d[64] = { 41 };
 
-	publish(seg, 0, 7, sizeof(d), d, sizeof(d));
+	publish(seg, ring_head(seg), 7, sizeof(d), d, sizeof(d));
 }
 
 /* B publishes n slots of random bytes, with types of the transport and
  * random lengths. */
 static void forge(uint8_t *seg, int n)
 {
-	uint64_t head = __atomic_load_n((uint64_t *)(seg + SEG_TAIL),
-					__ATOMIC_ACQUIRE);
-	uint64_t seq;
+	static uint8_t data[SLOT - 16];
+	uint64_t head = ring_head(seg);
 	int i, k;
 
 	srand(12345);
 	for (i = 0; i < n; i++) {
-		uint8_t *s = seg + SEG_SLOTS + ((head + i) % NSLOT) * SLOT;
 		uint32_t type = 1 + (uint32_t)rand() % 7;
 		uint32_t len = (uint32_t)rand() % (SLOT + 64);
 
-		for (k = 0; k < SLOT; k++)
-			s[k] = (uint8_t)rand();
-		memcpy(s, &type, 4);
-		memcpy(s + 4, &len, 4);
-		seq = head + i + 1;
-		__atomic_store_n((uint64_t *)(s + 8), seq, __ATOMIC_RELEASE);
+		for (k = 0; k < 16; k++)
+			(void)rand();	/* the header's: publish writes it */
+		for (k = 0; k < (int)sizeof(data); k++)
+			data[k] = (uint8_t)rand();
+		publish(seg, head + (uint64_t)i, type, len, data,
+			sizeof(data));
 	}
 }
 
