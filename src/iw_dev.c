@@ -346,16 +346,22 @@ bool iw_mr_valid(const struct iw_mr *mr)
 uint32_t iw_mr_rekey(struct iw_mr *mr)
 {
 	uint32_t idx = iw_stag_idx(mr->stag);
-	uint32_t old = mr->stag;
+	uint32_t cur = mr->stag;
+	uint32_t s;
 
 	mr->valid = true;
 	if (mr->ukey)
 		return mr->stag;	/* the chosen one stays */
+	/*
+	 * A peer may still hold the key before the current one (a request
+	 * in flight across two invalidations): neither comes back next.
+	 */
 	do
-		mr->stag = iw_stag_make(mr->pd->dev, idx);
-	while (mr->stag == old);
-	mr->valid = true;
-	return mr->stag;
+		s = iw_stag_make(mr->pd->dev, idx);
+	while (s == cur || s == mr->old_stag);
+	mr->old_stag = cur;
+	mr->stag = s;
+	return s;
 }
 
 /* glibc maps blocks this large anyway; below it the heap is cheaper */

@@ -83,6 +83,7 @@ void iw_pd_give(void **pool, void *buf);
 struct iw_mr {
 	struct iw_pd *pd;
 	uint32_t stag;
+	uint32_t old_stag;	/* the one before: a rekey avoids both */
 	uint8_t *addr;
 	uint64_t len;
 	uint64_t base_to;

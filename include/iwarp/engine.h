@@ -112,7 +112,10 @@ void iw_mr_set_ctx(struct iw_mr *mr, void *ctx);
 /* Local invalidation; remote access fails until iw_mr_rekey(). */
 int iw_mr_invalidate(struct iw_mr *mr);
 bool iw_mr_valid(const struct iw_mr *mr);
-/* Makes the region valid again under a new key; returns the new STag. */
+/*
+ * Makes the region valid again under a new key, never its current or
+ * previous one; returns the new STag.
+ */
 uint32_t iw_mr_rekey(struct iw_mr *mr);
 /*
  * For operations the layer above carries itself (software atomics): the
