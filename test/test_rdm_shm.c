@@ -35,6 +35,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -291,6 +292,87 @@ static void case_data(struct ep *e, int me)
 	verdict(1, ok && m == 2 && log_has(e, ": shared memory ("),
 		"shm: the peer is in shared memory (%d segments mapped and "
 		"unlinked, the choice logged)", m);
+}
+
+/*
+ * A small message's header leaves its trailing zero octets home (slot
+ * type 7). Tag and CQ data are the header's octets 16-31 (fi_iwarp.7):
+ * each of them in turn is its last non-zero one, then tags and data with
+ * random zero octets, each with 0-8 payload octets; B checks each as it
+ * completes. 0: the verdict (B).
+ */
+#define NHDR 64
+
+static void hdr_case(int i, uint64_t *tag, uint64_t *data)
+{
+	static uint64_t x = 0x9e3779b97f4a7c15ull;
+	uint64_t z;
+	int k;
+
+	if (i < 16) {
+		*tag = i < 8 ? 0xa5ull << (8 * (7 - i)) : 0;
+		*data = i < 8 ? 0 : 0x5aull << (8 * (15 - i));
+		return;
+	}
+	x = x * 6364136223846793005ull + 1442695040888963407ull;
+	z = x ^ x >> 29;
+	*tag = z;
+	*data = z * 31 + (uint64_t)i;
+	for (k = 0; k < 8; k++) {	/* octets cleared at random */
+		if (z >> (32 + k) & 1)
+			*tag &= ~(0xffull << (8 * k));
+		if (z >> (40 + k) & 1)
+			*data &= ~(0xffull << (8 * k));
+	}
+}
+
+static void case_hdrs(struct ep *e, int me)
+{
+	struct fi_cq_tagged_entry c;
+	struct fi_cq_err_entry err;
+	uint8_t out[8], in[8];
+	uint64_t tag, data;
+	char why[160] = "";
+	double end;
+	void *ctx;
+	int i, k;
+	size_t len;
+
+	for (i = 0; i < NHDR && !why[0]; i++) {
+		hdr_case(i, &tag, &data);
+		len = (size_t)i % 9;
+		for (k = 0; k < 8; k++)
+			out[k] = (uint8_t)(i * 8 + k + 1);
+		if (!me) {
+			if (fi_tsenddata(e->ep, out, len, NULL, data, e->peer,
+					 tag, out) ||
+			    reap(e, 10, &err, &ctx) != 1 || ctx != out)
+				snprintf(why, sizeof(why), "send %d failed", i);
+			continue;
+		}
+		memset(in, 0, sizeof(in));
+		if (fi_trecv(e->ep, in, sizeof(in), NULL, e->peer, 0, ~0ull,
+			     in)) {
+			snprintf(why, sizeof(why), "receive %d not posted", i);
+			break;
+		}
+		end = tap_now() + 10;
+		while (fi_cq_read(e->cq, &c, 1) != 1 && tap_now() < end)
+			;
+		if (c.op_context != in || c.tag != tag || c.len != len ||
+		    !(c.flags & FI_REMOTE_CQ_DATA) || c.data != data ||
+		    memcmp(in, out, len))
+			snprintf(why, sizeof(why), "message %d: tag %#" PRIx64
+				 " data %#" PRIx64 " len %zu, sent %#" PRIx64
+				 " %#" PRIx64 " %zu", i, c.tag, c.data, c.len,
+				 tag, data, len);
+	}
+	if (!me)
+		return;
+	verdict(0, !why[0] && log_has(e, ": shared memory ("),
+		"shm: %d small messages, each octet of tag and CQ data in "
+		"turn the header's last non-zero one, arrive as sent%s%s",
+		NHDR, why[0] ? ": " : "", why);
 }
 
 /* B off: 0 data, 1 nothing mapped on either side */
@@ -665,7 +747,7 @@ static void case_atomic(struct ep *e, int me)
 /* ---- the parent */
 
 enum { C_DATA, C_OFF, C_KILL, C_SCRIBBLE, C_FRAMES, C_FULL, C_ATOMIC,
-       C_SLEEP, C_CORE, C_CORE_TCP, C_SMALL };
+       C_SLEEP, C_CORE, C_CORE_TCP, C_SMALL, C_HDRS };
 
 static void child(int which, int me, pid_t a)
 {
@@ -691,6 +773,7 @@ static void child(int which, int me, pid_t a)
 	case C_SCRIBBLE: case_scribble(&e, me, a, SCRIBBLE); break;
 	case C_FRAMES: case_scribble(&e, me, a, FRAMES); break;
 	case C_SMALL: case_scribble(&e, me, a, SMALL); break;
+	case C_HDRS: case_hdrs(&e, me); break;
 	case C_FULL: case_full(&e, me); break;
 	case C_ATOMIC: case_atomic(&e, me); break;
 	case C_SLEEP: case_sleep(&e, me); break;
@@ -800,6 +883,7 @@ int main(void)
 	if (bd == MAP_FAILED)
 		return 1;
 	run_case(C_DATA, 2, "shm data");
+	run_case(C_HDRS, 1, "small headers");
 	run_case(C_OFF, 4, "FI_IWARP_SHM=0 on one side");
 	run_case(C_KILL, 1, "kill");
 	run_case(C_SCRIBBLE, 3, "scribble");

@@ -192,7 +192,6 @@ struct iwarp_rdm_rx {
 	uint64_t flags;			/* FI_TAGGED or FI_MSG, | FI_RECV */
 	fi_addr_t src;
 	uint64_t tag, ignore;
-	struct iovec iov[IWARP_IOV_MAX];
 	size_t count;
 	size_t len;
 	bool cq;
@@ -214,6 +213,9 @@ struct iwarp_rdm_rx {
 	uint64_t rd_chunk, rd_len, rd_off, rd_in;
 	unsigned int rd_out;
 	int rd_err;
+	/* last: only count of them are read, so a reused record's are
+	 * not cleared (iwarp_rdm_rx_get) */
+	struct iovec iov[IWARP_IOV_MAX];
 };
 
 /* A message that arrived before its receive was posted. */
@@ -270,6 +272,12 @@ static inline void *iwarp_stash_get_part(struct iwarp_stash *s, size_t size,
 static inline void *iwarp_stash_get(struct iwarp_stash *s, size_t size)
 {
 	return iwarp_stash_get_part(s, size, size);
+}
+
+static inline struct iwarp_rdm_rx *iwarp_rdm_rx_get(struct iwarp_stash *s)
+{
+	return iwarp_stash_get_part(s, sizeof(struct iwarp_rdm_rx),
+				    offsetof(struct iwarp_rdm_rx, iov));
 }
 
 static inline void iwarp_stash_put(struct iwarp_stash *s, void *p)

@@ -143,7 +143,7 @@ static struct iwarp_rdm_rx *iwarp_rdm_srx_rx(struct iwarp_rdm_ep *ep,
 					     const struct iwarp_srx_rx *s,
 					     struct iwarp_rdm_ctx *c)
 {
-	struct iwarp_rdm_rx *rx = iwarp_stash_get(&ep->rx_stash, sizeof(*rx));
+	struct iwarp_rdm_rx *rx = iwarp_rdm_rx_get(&ep->rx_stash);
 
 	if (!rx)
 		return NULL;
@@ -863,7 +863,7 @@ static ssize_t iwarp_rdm_recv_common(struct iwarp_rdm_ep *ep,
 		iwarp_unlock(ep->base.fab);
 		return -FI_EOPBADSTATE;
 	}
-	rx = iwarp_stash_get(&ep->rx_stash, sizeof(*rx));
+	rx = iwarp_rdm_rx_get(&ep->rx_stash);
 	if (!rx) {
 		iwarp_unlock(ep->base.fab);
 		return -FI_ENOMEM;
@@ -1174,7 +1174,7 @@ int iwarp_rdm_irecv(struct iwarp_rdm_ep *ep, fi_addr_t src, void *buf,
 		    size_t len, uint64_t tag, struct iwarp_rdm_cop *op)
 {
 	struct iovec iov = { buf, len };
-	struct iwarp_rdm_rx *rx = iwarp_stash_get(&ep->rx_stash, sizeof(*rx));
+	struct iwarp_rdm_rx *rx = iwarp_rdm_rx_get(&ep->rx_stash);
 
 	if (!rx)
 		return -FI_ENOMEM;
