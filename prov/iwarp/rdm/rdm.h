@@ -218,6 +218,8 @@ struct iwarp_rdm_rx {
 	struct iovec iov[IWARP_IOV_MAX];
 };
 
+#define IWARP_RDM_UX_SMALL 256
+
 /* A message that arrived before its receive was posted. */
 struct iwarp_rdm_unexp {
 	struct iwarp_list link;
@@ -232,6 +234,10 @@ struct iwarp_rdm_unexp {
 	size_t cost;			/* counted in ep->unexp_bytes */
 	bool withheld;			/* its credit waits until taken */
 	uint32_t epoch;			/* ... owed to that connection */
+	/* last, not cleared on reuse: a small payload's buf, so a small
+	 * unexpected message (most, when ranks outnumber cores) costs no
+	 * allocation (iwarp_rdm_ux_get) */
+	uint8_t small[IWARP_RDM_UX_SMALL];
 };
 
 /* What an incoming message turned out to be (its transport context). */
@@ -278,6 +284,16 @@ static inline struct iwarp_rdm_rx *iwarp_rdm_rx_get(struct iwarp_stash *s)
 {
 	return iwarp_stash_get_part(s, sizeof(struct iwarp_rdm_rx),
 				    offsetof(struct iwarp_rdm_rx, iov));
+}
+
+/* what an unexpected message counts against rdm_unexp_max besides its
+ * payload: its record without the room for a small payload */
+#define IWARP_RDM_UX_COST offsetof(struct iwarp_rdm_unexp, small)
+
+static inline struct iwarp_rdm_unexp *iwarp_rdm_ux_get(struct iwarp_stash *s)
+{
+	return iwarp_stash_get_part(s, sizeof(struct iwarp_rdm_unexp),
+				    offsetof(struct iwarp_rdm_unexp, small));
 }
 
 static inline void iwarp_stash_put(struct iwarp_stash *s, void *p)
@@ -329,7 +345,7 @@ struct iwarp_rdm_ep {
 	struct iwarp_list posted_tagged, posted_msg;
 	struct iwarp_list unexp_tagged, unexp_msg;
 	size_t unexp_bytes;		/* stored unexpected messages */
-	struct iwarp_stash tx_stash, rx_stash, in_stash;
+	struct iwarp_stash tx_stash, rx_stash, in_stash, ux_stash;
 	struct iwarp_rdm_sep *sep;	/* a scalable endpoint's contexts */
 	struct iwarp_eq *eq;		/* FI_JOIN_COMPLETE goes there */
 	bool coll;			/* FI_COLLECTIVE: tag bit 63 is ours */

@@ -430,8 +430,9 @@ static void iwarp_rdm_ux_free(struct iwarp_rdm_ep *ep,
 			      struct iwarp_rdm_unexp *ux)
 {
 	ep->unexp_bytes -= ux->cost;
-	free(ux->buf);
-	free(ux);
+	if (ux->buf != ux->small)
+		free(ux->buf);
+	iwarp_stash_put(&ep->ux_stash, ux);
 }
 
 /* Hands an unexpected message to a receive; frees it. */
@@ -529,15 +530,16 @@ static void iwarp_rdm_unexp_add(struct iwarp_rdm_peer *peer,
 static int iwarp_rdm_eager_unexp(struct iwarp_rdm_peer *peer,
 				 struct iwarp_rdm_in *in, struct iw_sge *dst)
 {
-	struct iwarp_rdm_unexp *ux = iwarp_zalloc(sizeof(*ux));
+	struct iwarp_rdm_unexp *ux = iwarp_rdm_ux_get(&peer->ep->ux_stash);
 
 	if (ux)
-		ux->buf = malloc(in->hdr.len ? in->hdr.len : 1);
+		ux->buf = in->hdr.len <= sizeof(ux->small) ? ux->small :
+			  malloc(in->hdr.len);
 	if (!ux || !ux->buf) {
-		free(ux);
+		iwarp_stash_put(&peer->ep->ux_stash, ux);
 		return -1;
 	}
-	iwarp_rdm_unexp_add(peer, ux, &in->hdr, sizeof(*ux) + in->hdr.len);
+	iwarp_rdm_unexp_add(peer, ux, &in->hdr, IWARP_RDM_UX_COST + in->hdr.len);
 	in->ux = ux;
 	dst[0].addr = ux->buf;
 	dst[0].len = in->hdr.len;
@@ -681,12 +683,12 @@ void iwarp_rdm_rts_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in)
 		iwarp_rdm_start_read(rx);
 		return;
 	}
-	ux = calloc(1, sizeof(*ux));
+	ux = iwarp_rdm_ux_get(&ep->ux_stash);
 	if (!ux) {
 		iwarp_rdm_owe(peer);
 		return;
 	}
-	iwarp_rdm_unexp_add(peer, ux, &in->hdr, sizeof(*ux));
+	iwarp_rdm_unexp_add(peer, ux, &in->hdr, IWARP_RDM_UX_COST);
 	ux->arrived = true;
 	iwarp_rdm_stored(ep, ux, true);
 }

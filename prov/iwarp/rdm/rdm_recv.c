@@ -168,7 +168,8 @@ static void iwarp_rdm_recv(struct iwarp_rdm_peer *peer, void *ctx,
 	} else if (o->drop) {	/* half a message is worth nothing */
 		o->drop(peer, in);
 	}
-	free(in->abuf);
+	if (in->abuf)
+		free(in->abuf);
 	iwarp_stash_put(&ep->in_stash, in);
 }
 
