@@ -67,6 +67,7 @@ struct board {
 	volatile int step[2];		/* how far each side got */
 	volatile int v[MAXV];		/* 0 not reported, 1 ok, 2 failed */
 	uint64_t key, addr;		/* B's region for atomics */
+	double sent[8];			/* when B sent (the sleep case) */
 	char msg[MAXV][160];
 };
 
@@ -574,6 +575,8 @@ static void case_full(struct ep *e, int me)
  * shared memory once A is asleep. Only B ringing A's doorbell can end
  * that sleep before its 10 s. Then a blocking fi_cq_sread ping-pong.
  */
+#define SLEEP_LATE 7
+
 static void case_sleep(struct ep *e, int me)
 {
 	static uint8_t in[64], out[64];
@@ -595,6 +598,15 @@ static void case_sleep(struct ep *e, int me)
 			     fi_cq_sread(e->cq, &c, 1, NULL, 10000) == 1 &&
 			     c.op_context == in &&
 			     !fi_tsend(e->ep, out, 8, NULL, e->peer, 7, out) &&
+			     fi_cq_sread(e->cq, &c, 1, NULL, 10000) == 1 &&
+			     c.op_context == out;
+		}
+		for (i = 0; ok && i < SLEEP_LATE; i++) {
+			ok = wait_step(0, 2 + i, 30);
+			usleep(150000);	/* A sleeps in fi_cq_sread by now */
+			bd->sent[i] = tap_now();
+			ok = ok &&
+			     !fi_tsend(e->ep, out, 8, NULL, e->peer, 8, out) &&
 			     fi_cq_sread(e->cq, &c, 1, NULL, 10000) == 1 &&
 			     c.op_context == out;
 		}
@@ -634,6 +646,24 @@ static void case_sleep(struct ep *e, int me)
 	verdict(1, ok && rounds == 100 && log_has(e, "woken by the peer"),
 		"sleep: 100 round trips of blocking fi_cq_sread, %d done; "
 		"the doorbell logged", rounds);
+	/* a sleep in fi_cq_sread ends on the doorbell, not on its slice of
+	 * IWARP_WAIT_SLICE_MS: each late send is seen within 20 ms (one
+	 * late wakeup allowed, for a busy machine) */
+	wakes = 0;
+	for (i = 0; ok && rounds == 100 && i < SLEEP_LATE; i++) {
+		if (fi_trecv(e->ep, in, 8, NULL, e->peer, 8, 0, in))
+			break;
+		bd->step[0] = 2 + i;
+		if (fi_cq_sread(e->cq, &c, 1, NULL, 10000) != 1 ||
+		    c.op_context != in)
+			break;
+		left = tap_now() - bd->sent[i];
+		wakes += left < 0.02;
+	}
+	verdict(2, i == SLEEP_LATE && wakes >= SLEEP_LATE - 1,
+		"sleep: %d of %d fi_cq_sread woken within 20 ms of the peer's "
+		"send 150 ms later (the last after %.1f ms)", wakes, i,
+		i ? left * 1000 : 0.0);
 }
 
 /*
@@ -890,7 +920,7 @@ int main(void)
 	run_case(C_FRAMES, 3, "forged slots");
 	run_case(C_SMALL, 4, "forged small message");
 	run_case(C_ATOMIC, 2, "atomics");
-	run_case(C_SLEEP, 2, "sleep");
+	run_case(C_SLEEP, 3, "sleep");
 	run_cores();
 	tap_ok(left_in_dev_shm() == 0, "nothing of these %d processes is "
 	       "left in /dev/shm", npids);

@@ -212,6 +212,8 @@ struct iwarp_fabric {
 	uint32_t lock;			/* iwarp_lock: 0 free, 1 held, 2 held
 					 * with sleepers */
 	struct iwarp_list pollables;
+	struct iwarp_list busy;		/* pollables with busy set */
+	unsigned int nactive;		/* in pollables, not rare */
 	bool in_progress;		/* guards against re-entry */
 	struct pollfd *pfds;		/* iwarp_progress scratch */
 	struct iwarp_pollable **pptr;
@@ -296,6 +298,10 @@ struct iwarp_pollable {
 					 * a server keeps many) */
 	bool rare;			/* a listener: polled only on
 					 * rare turns (IWARP_RARE_US) */
+	bool busy;			/* no socket, work may come at any
+					 * time (shared memory): driven on
+					 * every call without asking
+					 * poll_info; set before adding */
 };
 
 /* one poll() of the rare ones per IWARP_RARE_US, asked every so many
@@ -315,6 +321,8 @@ void iwarp_pollable_add(struct iwarp_fabric *fab, struct iwarp_pollable *p);
 /* Lock held: for ms from now, listeners are asked every few us. */
 void iwarp_progress_hot(struct iwarp_fabric *fab, unsigned int ms);
 void iwarp_pollable_del(struct iwarp_pollable *p);
+/* Lock held: p polled only on rare turns, or on every call again. */
+void iwarp_pollable_rare(struct iwarp_pollable *p, bool rare);
 /* Drives every pollable of the fabric once (lock held; not re-entrant:
  * a nested call returns at once). */
 void iwarp_progress(struct iwarp_fabric *fab);

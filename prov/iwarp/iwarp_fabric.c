@@ -80,6 +80,7 @@ int iwarp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 	}
 	fab->lock = 0;
 	iwarp_list_init(&fab->pollables);
+	iwarp_list_init(&fab->busy);
 	atomic_init(&fab->ref, 0);
 	fab->fabric_fid.fid.fclass = FI_CLASS_FABRIC;
 	fab->fabric_fid.fid.context = context;

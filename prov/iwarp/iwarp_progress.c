@@ -45,18 +45,50 @@
 void iwarp_pollable_add(struct iwarp_fabric *fab, struct iwarp_pollable *p)
 {
 	p->fab = fab;
-	if (p->rare)
+	if (p->busy) {
+		iwarp_list_add_tail(&fab->busy, &p->link);
+	} else if (p->rare) {
 		iwarp_list_add_tail(&fab->pollables, &p->link);
-	else
+	} else {
 		iwarp_list_add_head(&fab->pollables, &p->link);
+		fab->nactive++;
+	}
 }
 
-/* Safe on a pollable that was never added (zeroed link) or deleted. */
+static bool iwarp_pollable_linked(const struct iwarp_pollable *p)
+{
+	return p->link.next && p->link.next != &p->link;
+}
+
+/* Safe on a pollable that was never added (zeroed or empty link) or
+ * deleted. */
 void iwarp_pollable_del(struct iwarp_pollable *p)
 {
-	if (p->link.next)
-		iwarp_list_del(&p->link);
+	if (!iwarp_pollable_linked(p))
+		return;
+	if (!p->busy && !p->rare)
+		p->fab->nactive--;
+	iwarp_list_del(&p->link);
 }
+
+void iwarp_pollable_rare(struct iwarp_pollable *p, bool rare)
+{
+	if (p->rare == rare)
+		return;
+	p->rare = rare;
+	if (!iwarp_pollable_linked(p) || p->busy)
+		return;
+	if (rare)
+		p->fab->nactive--;
+	else
+		p->fab->nactive++;
+}
+
+/* Every pollable of fab, the busy ones first (waits and the thread). */
+#define iwarp_for_each_pollable(fab, l, e)                                   \
+	for ((l) = &(fab)->busy; (l);                                        \
+	     (l) = (l) == &(fab)->busy ? &(fab)->pollables : NULL)           \
+		for ((e) = (l)->next; (e) != (l); (e) = (e)->next)
 
 /*
  * A callback may delete any pollable, itself included, or add new ones.
@@ -74,13 +106,19 @@ void iwarp_pollable_del(struct iwarp_pollable *p)
  * endpoint busy-polling one peer neither asks poll_info nor reads the
  * clock.
  */
-/* The one pollable this turn asks, or NULL when there are several. */
+/* The one pollable this turn asks, or NULL when there are several;
+ * *none when there is none. */
 static struct iwarp_pollable *iwarp_progress_single(struct iwarp_fabric *fab,
-						    bool rare_turn)
+						    bool rare_turn, bool *none)
 {
 	struct iwarp_pollable *p, *only = NULL;
 	struct iwarp_list *e;
 
+	/* every run flag is down between calls: none to clear */
+	if (!rare_turn && !fab->nactive) {
+		*none = true;
+		return NULL;
+	}
 	for (e = fab->pollables.next; e != &fab->pollables; e = e->next) {
 		p = iwarp_container_of(e, struct iwarp_pollable, link);
 		p->run = false;
@@ -90,6 +128,7 @@ static struct iwarp_pollable *iwarp_progress_single(struct iwarp_fabric *fab,
 			return NULL;
 		only = p;
 	}
+	*none = !only;
 	return only;
 }
 
@@ -173,7 +212,7 @@ void iwarp_progress_hot(struct iwarp_fabric *fab, unsigned int ms)
 }
 
 static bool iwarp_progress_select(struct iwarp_fabric *fab,
-				  struct iwarp_pollable **single)
+				  struct iwarp_pollable **single, bool *none)
 {
 	unsigned int tick = ++fab->rare_tick;
 	bool rare_turn = fab->rare_due;
@@ -200,8 +239,9 @@ static bool iwarp_progress_select(struct iwarp_fabric *fab,
 	}
 
 	fab->rare_due = false;
-	*single = iwarp_progress_single(fab, rare_turn);
-	if (*single)
+	*none = false;
+	*single = iwarp_progress_single(fab, rare_turn, none);
+	if (*single || *none)
 		return true;
 	/* while hot, a poll() of several sockets takes the listeners along */
 	rare_turn = rare_turn || fab->hot_until_us;
@@ -220,26 +260,13 @@ static bool iwarp_progress_select(struct iwarp_fabric *fab,
 	return true;
 }
 
-void iwarp_progress(struct iwarp_fabric *fab)
+/* Drives the pollables of list that are marked to run, or all. */
+static void iwarp_progress_list(struct iwarp_list *list, bool all)
 {
-	struct iwarp_list mark, *cur;
-	struct iwarp_pollable *p = NULL;
-	bool all;
+	struct iwarp_list mark, *cur = list->next;
+	struct iwarp_pollable *p;
 
-	if (fab->in_progress)
-		return;
-	/* only the asynchronous thread asks when the application last came */
-	if (fab->async_users && !fab->in_async)
-		fab->app_ms = iw_now_ms();
-	fab->in_progress = true;
-	all = !iwarp_progress_select(fab, &p);
-	if (!all && p) {
-		p->progress(p);
-		fab->in_progress = false;
-		return;
-	}
-	cur = fab->pollables.next;
-	while (cur != &fab->pollables) {
+	while (cur != list) {
 		p = iwarp_container_of(cur, struct iwarp_pollable, link);
 		if (!all && !p->run) {
 			cur = cur->next;
@@ -255,6 +282,29 @@ void iwarp_progress(struct iwarp_fabric *fab)
 		cur = mark.next;
 		iwarp_list_del(&mark);
 	}
+}
+
+void iwarp_progress(struct iwarp_fabric *fab)
+{
+	struct iwarp_pollable *p = NULL;
+	bool all, none;
+
+	if (fab->in_progress)
+		return;
+	/* only the asynchronous thread asks when the application last came */
+	if (fab->async_users && !fab->in_async)
+		fab->app_ms = iw_now_ms();
+	fab->in_progress = true;
+	if (!iwarp_list_empty(&fab->busy))
+		iwarp_progress_list(&fab->busy, true);
+	all = !iwarp_progress_select(fab, &p, &none);
+	if (!all && (p || none)) {
+		if (p)
+			p->progress(p);
+		fab->in_progress = false;
+		return;
+	}
+	iwarp_progress_list(&fab->pollables, all);
 	fab->in_progress = false;
 }
 
@@ -299,7 +349,7 @@ static void *iwarp_async_main(void *arg)
 
 	for (;;) {
 		struct timespec nap = { 0, IWARP_ASYNC_IDLE_MS * 1000000L };
-		struct iwarp_list *e;
+		struct iwarp_list *l, *e;
 		bool idle;
 		nfds_t n = 0;
 
@@ -319,15 +369,15 @@ static void *iwarp_async_main(void *arg)
 				iwarp_trig_kick(fab);
 				iwarp_lock(fab);
 			}
-			for (e = fab->pollables.next;
-			     e != &fab->pollables && n < IWARP_ASYNC_FDS;
-			     e = e->next) {
+			iwarp_for_each_pollable(fab, l, e) {
 				struct iwarp_pollable *p = iwarp_container_of(
 					e, struct iwarp_pollable, link);
 				uint64_t deadline;
 				short events;
 				int fd;
 
+				if (n == IWARP_ASYNC_FDS)
+					break;
 				iwarp_sleep_info(p, &fd, &events, &deadline);
 				if (fd >= 0 && events)
 					pf[n++] = (struct pollfd){
@@ -704,14 +754,13 @@ static int iwarp_pollset_grow(struct iwarp_pollset *ps, int need)
 static int iwarp_pollset_fill(struct iwarp_pollset *ps,
 			      struct iwarp_fabric *fab, struct iwarp_wait *w)
 {
+	struct iwarp_list *l, *cur;
 	struct iwarp_pollable *p;
-	struct iwarp_list *cur;
 	uint64_t deadline;
 	short events;
 	int fd, n = 1;
 
-	for (cur = fab->pollables.next; cur != &fab->pollables;
-	     cur = cur->next)
+	iwarp_for_each_pollable(fab, l, cur)
 		n++;
 	if (iwarp_pollset_grow(ps, n))
 		return -FI_ENOMEM;
@@ -720,8 +769,7 @@ static int iwarp_pollset_fill(struct iwarp_pollset *ps,
 	if (w && w->efd >= 0)
 		ps->fds[ps->n++] = (struct pollfd){ .fd = w->efd,
 						    .events = POLLIN };
-	for (cur = fab->pollables.next; cur != &fab->pollables;
-	     cur = cur->next) {
+	iwarp_for_each_pollable(fab, l, cur) {
 		p = iwarp_container_of(cur, struct iwarp_pollable, link);
 		iwarp_sleep_info(p, &fd, &events, &deadline);
 		if (deadline && (!ps->deadline || deadline < ps->deadline))

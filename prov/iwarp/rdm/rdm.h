@@ -462,17 +462,25 @@ void iwarp_rdm_free_queues(struct iwarp_rdm_ep *ep);
 /* iwarp_ep_type.srx_offer (lock held) */
 bool iwarp_rdm_srx_offer(struct iwarp_ep_base *b, struct iwarp_srx_rx *s);
 /* Where an EAGER's payload goes; entries of dst, or -1 */
-/* The plain posted receive (not a multi-receive buffer) that the first
- * match for h is, taken off its queue; NULL, nothing changed, when the
- * first match is not one or there is none (shared contexts included). */
-struct iwarp_rdm_rx *iwarp_rdm_posted_plain(struct iwarp_rdm_ep *ep,
-					    const struct iwarp_rdm_hdr *h,
-					    fi_addr_t from);
-/* An EAGER's whole payload into rx, which it matched: its credit owed,
- * the receive completed (truncated when longer than rx). */
-void iwarp_rdm_eager_into(struct iwarp_rdm_peer *peer,
-			  struct iwarp_rdm_rx *rx,
-			  const struct iwarp_rdm_hdr *h, const uint8_t *payload);
+/* The credits a header returns: never more than the window, whatever
+ * a peer claims. */
+static inline void iwarp_rdm_credits_in(struct iwarp_rdm_peer *peer,
+					unsigned int credits)
+{
+	unsigned int sum = peer->credits + credits;
+
+	peer->credits = sum > peer->window ? peer->window : sum;
+}
+
+/*
+ * An EAGER h (checked, within the peer's credits) whose payload arrived
+ * whole: into the plain posted receive it matches first, or, when none
+ * could match (no shared receive context either), stored as unexpected
+ * if it fits a record's own room; its credit taken and h's returned.
+ * False, nothing changed, for anything else (place's way).
+ */
+bool iwarp_rdm_eager_whole(struct iwarp_rdm_peer *peer,
+			   const struct iwarp_rdm_hdr *h, const uint8_t *payload);
 int iwarp_rdm_eager_place(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in,
 			  struct iw_sge *dst);
 void iwarp_rdm_eager_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in);

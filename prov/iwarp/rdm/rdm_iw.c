@@ -885,7 +885,7 @@ bool iwarp_rdm_iw_peer_shm(const struct iwarp_rdm_xconn *c)
 
 void iwarp_rdm_iw_quiet(struct iwarp_rdm_xconn *c, bool quiet)
 {
-	c->poll.rare = quiet;
+	iwarp_pollable_rare(&c->poll, quiet);
 }
 
 static bool rdm_iw_eager_idle(const struct iwarp_rdm_xconn *xc)

@@ -607,17 +607,6 @@ int iwarp_rdm_eager_place(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in,
 	return n;
 }
 
-struct iwarp_rdm_rx *iwarp_rdm_posted_plain(struct iwarp_rdm_ep *ep,
-					    const struct iwarp_rdm_hdr *h,
-					    fi_addr_t from)
-{
-	struct iwarp_rdm_rx *rx = iwarp_rdm_posted_first(ep, h, from);
-
-	if (!rx || rx->multi)
-		return NULL;
-	iwarp_list_del(&rx->link);
-	return rx;
-}
 
 /* An EAGER whose payload is in rx, which it matched: the credit owed,
  * the receive completed. */
@@ -631,12 +620,40 @@ static void iwarp_rdm_eager_end(struct iwarp_rdm_peer *peer,
 	iwarp_rdm_rx_done(peer->ep, rx, h->len, 0);
 }
 
-void iwarp_rdm_eager_into(struct iwarp_rdm_peer *peer,
-			  struct iwarp_rdm_rx *rx,
-			  const struct iwarp_rdm_hdr *h, const uint8_t *payload)
+bool iwarp_rdm_eager_whole(struct iwarp_rdm_peer *peer,
+			   const struct iwarp_rdm_hdr *h, const uint8_t *payload)
 {
-	iwarp_rdm_copy_out(rx, payload, h->len < rx->len ? h->len : rx->len);
-	iwarp_rdm_eager_end(peer, rx, h);
+	struct iwarp_rdm_ep *ep = peer->ep;
+	struct iwarp_rdm_rx *rx;
+	struct iwarp_rdm_unexp *ux;
+
+	rx = iwarp_rdm_posted_first(ep, h, iwarp_rdm_from(peer));
+	if (rx) {
+		if (rx->multi)
+			return false;
+		iwarp_list_del(&rx->link);
+		peer->granted--;
+		iwarp_rdm_credits_in(peer, h->credits);
+		iwarp_rdm_copy_out(rx, payload,
+				   h->len < rx->len ? h->len : rx->len);
+		iwarp_rdm_eager_end(peer, rx, h);
+		return true;
+	}
+	/* most unexpected messages, when ranks outnumber cores: what
+	 * eager_unexp, eager_in and unexp_arrived do, in one step */
+	if (ep->base.srx || ep->sep || h->len > IWARP_RDM_UX_SMALL)
+		return false;
+	ux = iwarp_rdm_ux_get(&ep->ux_stash);
+	if (!ux)
+		return false;
+	peer->granted--;
+	iwarp_rdm_credits_in(peer, h->credits);
+	ux->buf = ux->small;
+	memcpy(ux->small, payload, h->len);
+	iwarp_rdm_unexp_add(peer, ux, h, IWARP_RDM_UX_COST + h->len);
+	ux->arrived = true;
+	iwarp_rdm_stored(ep, ux, true);
+	return true;
 }
 
 void iwarp_rdm_eager_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in)

@@ -127,16 +127,6 @@ static int iwarp_rdm_place(struct iwarp_rdm_peer *peer, const uint8_t *hdr,
 	return n;
 }
 
-/* The credits a header returns: never more than the window, whatever
- * a peer claims. */
-static void iwarp_rdm_credits_in(struct iwarp_rdm_peer *peer,
-				 unsigned int credits)
-{
-	unsigned int sum = peer->credits + credits;
-
-	peer->credits = sum > peer->window ? peer->window : sum;
-}
-
 /* Takes the credits a message returns; false if it came short. */
 static bool iwarp_rdm_whole(struct iwarp_rdm_peer *peer,
 			    struct iwarp_rdm_in *in, uint64_t len)
@@ -174,31 +164,25 @@ static void iwarp_rdm_recv(struct iwarp_rdm_peer *peer, void *ctx,
 }
 
 /*
- * What place, the payload's copy and recv do for an EAGER that a posted
- * receive takes whole, in one step: the way of a shared-memory slot's
- * small message. Anything else (another op, a header to refuse, no
- * credit, no plain posted receive) is left to place, which reports it.
+ * What place, the payload's copy and recv do for an EAGER that arrived
+ * whole, in one step: the way of a shared-memory slot's small message.
+ * Anything else (another op, a header to refuse, no credit, a receive
+ * that is not a plain one) is left to place, which reports it.
  */
 static bool iwarp_rdm_recv_whole(struct iwarp_rdm_peer *peer,
 				 const uint8_t *hdr, size_t hdr_len,
 				 const uint8_t *payload, uint32_t len)
 {
 	struct iwarp_rdm_ep *ep = peer->ep;
-	struct iwarp_rdm_rx *rx;
 	struct iwarp_rdm_hdr h;
 
 	if (hdr_len < IWARP_RDM_HDR_LEN || hdr[0] != IWARP_RDM_EAGER ||
 	    iwarp_rdm_hdr_get(hdr, hdr_len, &h) || h.len != len ||
 	    h.len > IWARP_RDM_EAGER_MAX || h.credits > peer->window ||
 	    !peer->granted || IWARP_RDM_RXC(h.flags) >= iwarp_rdm_nrx(ep) ||
-	    h.len > peer->xp->stream_eager(peer->xc))
+	    h.len > peer->xp->stream_eager(peer->xc) ||
+	    !iwarp_rdm_eager_whole(peer, &h, payload))
 		return false;
-	rx = iwarp_rdm_posted_plain(ep, &h, iwarp_rdm_from(peer));
-	if (!rx)
-		return false;
-	peer->granted--;
-	iwarp_rdm_credits_in(peer, h.credits);
-	iwarp_rdm_eager_into(peer, rx, &h, payload);
 	iwarp_rdm_flush(peer);
 	return true;
 }

@@ -247,6 +247,11 @@ struct shm_conn {
 	/* rings */
 	struct shm_seg *rx_seg, *tx_seg;
 	uint64_t rx_tail, tx_head;	/* our own copies */
+	/* rx_tail's slot and the sequence number it keeps until the peer
+	 * publishes it (the last lap's; 0 in the first): a busy poll's
+	 * whole look (shm_rx_advance) */
+	struct shm_slot *rx_slot;
+	uint64_t rx_lap;
 	uint64_t tx_tail;		/* the peer's consumer counter, last read */
 	struct shm_rx rx;
 	uint64_t next_id;
@@ -1240,23 +1245,24 @@ static void shm_rx_slot(struct shm_conn *c, const struct shm_slot *s)
 	}
 }
 
-/* The sequence number the next slot keeps until the peer publishes it:
- * the last lap's (0 in the first). */
-static uint64_t shm_lap_seq(const struct shm_conn *c)
+/* Sets rx_tail and what follows from it. */
+static void shm_rx_at(struct shm_conn *c, uint64_t tail)
 {
-	return c->rx_tail < SHM_SLOTS ? 0 : c->rx_tail + 1 - SHM_SLOTS;
+	c->rx_tail = tail;
+	c->rx_slot = shm_slot(c->rx_seg, tail);
+	c->rx_lap = tail < SHM_SLOTS ? 0 : tail + 1 - SHM_SLOTS;
 }
 
 /* The next slot if the peer published it: its sequence number is ours
  * + 1, or still the last lap's; any other is a lie. */
 static struct shm_slot *shm_rx_next(struct shm_conn *c, int order)
 {
-	struct shm_slot *s = shm_slot(c->rx_seg, c->rx_tail);
+	struct shm_slot *s = c->rx_slot;
 	uint64_t seq = __atomic_load_n(&s->seq, order);
 
 	if (seq == c->rx_tail + 1)
 		return s;
-	if (seq != shm_lap_seq(c))
+	if (seq != c->rx_lap)
 		shm_broken(c, "a slot's sequence number out of range");
 	return NULL;
 }
@@ -1279,7 +1285,8 @@ static void shm_rx_consume(struct shm_conn *c)
 		shm_rx_slot(c, s);
 		if (c->mode != SHM_ON)
 			return;
-		__atomic_store_n(&c->rx_seg->tail, ++c->rx_tail,
+		shm_rx_at(c, c->rx_tail + 1);
+		__atomic_store_n(&c->rx_seg->tail, c->rx_tail,
 				 __ATOMIC_RELEASE);
 		if (!iwarp_list_empty(&c->txq))
 			shm_tx_flush(c);
@@ -1328,8 +1335,7 @@ static void shm_progress(struct iwarp_pollable *p)
 	/* a busy poll mostly finds nothing: the next slot still has its
 	 * last lap's number, and nothing is queued either way */
 	if (c->mode != SHM_ON ||
-	    __atomic_load_n(&shm_slot(c->rx_seg, c->rx_tail)->seq,
-			    __ATOMIC_RELAXED) != shm_lap_seq(c))
+	    __atomic_load_n(&c->rx_slot->seq, __ATOMIC_RELAXED) != c->rx_lap)
 		shm_rx_run(c);
 	if (!iwarp_list_empty(&c->txq))
 		shm_tx_flush(c);
@@ -1430,7 +1436,8 @@ static void shm_decide(struct shm_conn *c)
 		"woken by the peer (eventfd doorbells both ways)" :
 		"look again every millisecond (no doorbell)");
 	c->mode = SHM_ON;
-	c->rx_tail = c->tx_head = c->tx_tail = 0;
+	c->tx_head = c->tx_tail = 0;
+	shm_rx_at(c, 0);
 	iwarp_rdm_iw_quiet(c->iw, true);
 	if (!c->polled)
 		c->se->up->poll_add(c->se->ep, &c->poll);
@@ -1771,6 +1778,7 @@ static struct iwarp_rdm_xconn *shm_peer_open(struct iwarp_rdm_xep *xe,
 	c->poll.progress = shm_progress;
 	c->poll.poll_info = shm_poll_info;
 	c->poll.sleep_fd = shm_sleep_fd;
+	c->poll.busy = true;
 	c->bell_in = c->bell_out = -1;
 	c->iw = iw->peer_open(se->iw, (struct iwarp_rdm_peer *)(void *)c,
 			      addr);
