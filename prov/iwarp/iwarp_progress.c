@@ -114,8 +114,9 @@ static struct iwarp_pollable *iwarp_progress_single(struct iwarp_fabric *fab,
 	struct iwarp_pollable *p, *only = NULL;
 	struct iwarp_list *e;
 
-	/* every run flag is down between calls: none to clear */
-	if (!rare_turn && !fab->nactive) {
+	/* every run flag is down between calls: none to clear (while hot,
+	 * the listeners are asked on every call: iwarp_progress_select) */
+	if (!rare_turn && !fab->nactive && !fab->hot_until_us) {
 		*none = true;
 		return NULL;
 	}
@@ -128,7 +129,7 @@ static struct iwarp_pollable *iwarp_progress_single(struct iwarp_fabric *fab,
 			return NULL;
 		only = p;
 	}
-	*none = !only;
+	*none = !only && !fab->hot_until_us;
 	return only;
 }
 
