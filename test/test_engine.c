@@ -1869,16 +1869,29 @@ static void test_qp_memory(void)
 	struct iw_qp_attr b = { .sq_size = 256, .rq_size = 205 };
 	struct iw_qp *q1 = NULL, *q2 = NULL, *q3 = NULL;
 	long f1, f2, f3;
+	int tries = 0;
 	bool ok;
 
-	iw_qp_prepare(&a);
-	f1 = minor_faults();
-	ok = !iw_qp_create(env.pd, &a, &q1);
-	f1 = minor_faults() - f1;
-	ok = ok && !iw_qp_destroy(q1);
-	f2 = minor_faults();
-	ok = ok && !iw_qp_create(env.pd, &a, &q2);
-	f2 = minor_faults() - f2;
+	/*
+	 * The kernel may fault a page in now and then on its own (seen
+	 * once in many runs under ASan): a fresh block is prepared again,
+	 * at most 3 times. Without iw_qp_prepare every try faults.
+	 */
+	do {
+		if (tries++) {
+			iw_qp_destroy(q2);
+			q2 = NULL;
+			iw_mem_spares_free();
+		}
+		iw_qp_prepare(&a);
+		f1 = minor_faults();
+		ok = !iw_qp_create(env.pd, &a, &q1);
+		f1 = minor_faults() - f1;
+		ok = ok && !iw_qp_destroy(q1);
+		f2 = minor_faults();
+		ok = ok && !iw_qp_create(env.pd, &a, &q2);
+		f2 = minor_faults() - f2;
+	} while (ok && (f1 || f2) && tries < 3);
 	f3 = minor_faults();
 	ok = ok && !iw_qp_create(env.pd, &b, &q3);
 	f3 = minor_faults() - f3;
@@ -1891,7 +1904,8 @@ static void test_qp_memory(void)
 		ok = bad("an unprepared QP: %ld faults, expected its header's "
 			 "two pages at least", f3);
 	report(ok, "qp memory: a prepared QP and one made after a destroy "
-	       "fault no page in (%ld, %ld; unprepared %ld)", f1, f2, f3);
+	       "fault no page in (%ld, %ld, try %d; unprepared %ld)", f1, f2,
+	       tries, f3);
 	if (q2)
 		iw_qp_destroy(q2);
 	if (q3)
