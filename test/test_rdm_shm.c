@@ -60,6 +60,9 @@
 #define BIG (4u << 20)
 #define MAXV 16
 
+/* late sends in the sleep case */
+#define SLEEP_LATE 7
+
 /* What the parent and both children share. */
 struct board {
 	struct sockaddr_in name[2];	/* A's and B's, once open */
@@ -67,7 +70,7 @@ struct board {
 	volatile int step[2];		/* how far each side got */
 	volatile int v[MAXV];		/* 0 not reported, 1 ok, 2 failed */
 	uint64_t key, addr;		/* B's region for atomics */
-	double sent[8];			/* when B sent (the sleep case) */
+	double sent[SLEEP_LATE];	/* when B sent (the sleep case) */
 	char msg[MAXV][160];
 };
 
@@ -575,8 +578,6 @@ static void case_full(struct ep *e, int me)
  * shared memory once A is asleep. Only B ringing A's doorbell can end
  * that sleep before its 10 s. Then a blocking fi_cq_sread ping-pong.
  */
-#define SLEEP_LATE 7
-
 static void case_sleep(struct ep *e, int me)
 {
 	static uint8_t in[64], out[64];

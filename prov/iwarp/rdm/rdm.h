@@ -461,7 +461,6 @@ extern struct fi_ops_tagged iwarp_rdm_tagged_ops;
 void iwarp_rdm_free_queues(struct iwarp_rdm_ep *ep);
 /* iwarp_ep_type.srx_offer (lock held) */
 bool iwarp_rdm_srx_offer(struct iwarp_ep_base *b, struct iwarp_srx_rx *s);
-/* Where an EAGER's payload goes; entries of dst, or -1 */
 /* The credits a header returns: never more than the window, whatever
  * a peer claims. */
 static inline void iwarp_rdm_credits_in(struct iwarp_rdm_peer *peer,
@@ -481,6 +480,7 @@ static inline void iwarp_rdm_credits_in(struct iwarp_rdm_peer *peer,
  */
 bool iwarp_rdm_eager_whole(struct iwarp_rdm_peer *peer,
 			   const struct iwarp_rdm_hdr *h, const uint8_t *payload);
+/* Where an EAGER's payload goes; entries of dst, or -1 */
 int iwarp_rdm_eager_place(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in,
 			  struct iw_sge *dst);
 void iwarp_rdm_eager_in(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in);

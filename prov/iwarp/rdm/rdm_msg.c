@@ -607,7 +607,6 @@ int iwarp_rdm_eager_place(struct iwarp_rdm_peer *peer, struct iwarp_rdm_in *in,
 	return n;
 }
 
-
 /* An EAGER whose payload is in rx, which it matched: the credit owed,
  * the receive completed. */
 static void iwarp_rdm_eager_end(struct iwarp_rdm_peer *peer,

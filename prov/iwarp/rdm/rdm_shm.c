@@ -249,7 +249,7 @@ struct shm_conn {
 	uint64_t rx_tail, tx_head;	/* our own copies */
 	/* rx_tail's slot and the sequence number it keeps until the peer
 	 * publishes it (the last lap's; 0 in the first): a busy poll's
-	 * whole look (shm_rx_advance) */
+	 * whole look (shm_rx_at) */
 	struct shm_slot *rx_slot;
 	uint64_t rx_lap;
 	uint64_t tx_tail;		/* the peer's consumer counter, last read */
