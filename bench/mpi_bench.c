@@ -13,7 +13,11 @@
  * size one more message carries a pattern that the receiver checks
  * (untimed; in bibw each rank sends one and checks one). Prints the RESULT
  * lines of bench_common.h, with the CPU time of both ranks per message
- * (bibw: the messages of both directions).
+ * (bibw: the messages of both directions). Before and after the timed loop
+ * of each size the two ranks bounce one cache line in a shared page (when
+ * they can map one: same host) and rank 0 prints the round trip, the
+ * host's placement of their vCPUs during that size (0: not measured):
+ *	PLACE SIZE ns-before ns-after
  *
  *	mpirun -np N mpi_bench allpairs
  *
@@ -35,6 +39,11 @@
  * on every rank.
  */
 #include <mpi.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "bench_common.h"
@@ -76,6 +85,97 @@ static double start_clock(void)
 static double mb_per_s(double octets, double t0)
 {
 	return octets / ((MPI_Wtime() - t0) * 1e6);
+}
+
+/*
+ * The cache line the two ranks bounce (NULL: no shared page). A VM's
+ * host moves its vCPUs near each other or far apart within seconds, and
+ * every MPI path between the two ranks follows that, over TCP too.
+ */
+static _Atomic uint64_t *pair_line;
+
+#define LINE_ROUNDS 2000
+#define LINE_MAX_NS 200000000ull	/* rank 0 gives up after this */
+#define LINE_STOP UINT64_MAX
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Rank 0 makes a page in /dev/shm, rank 1 maps it by name, and the name
+ * is gone before either uses it. */
+static void pair_line_map(int rank)
+{
+	char name[64];
+	int fd = -1, ok;
+	void *p = MAP_FAILED;
+
+	snprintf(name, sizeof(name), "/mpi_bench_line.%ld", (long)getpid());
+	MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, MPI_COMM_WORLD);
+	if (rank == 0) {
+		fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+		if (fd >= 0 && ftruncate(fd, 4096)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+	if (rank == 1)
+		fd = shm_open(name, O_RDWR, 0);
+	if (fd >= 0) {
+		p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			 0);
+		close(fd);
+	}
+	ok = p != MAP_FAILED;
+	MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND,
+		      MPI_COMM_WORLD);
+	if (rank == 0)
+		shm_unlink(name);
+	if (ok)
+		pair_line = p;
+	else if (p != MAP_FAILED)
+		munmap(p, 4096);
+}
+
+/* ns per round trip of the line between the ranks, 0 when not measured;
+ * rank 0's figure, bounded in rounds and time on both sides */
+static double pair_line_ns(int rank)
+{
+	uint64_t t0, v, i = 0;
+	double ns = 0;
+
+	if (!pair_line)
+		return 0;
+	MPI_Barrier(MPI_COMM_WORLD);
+	t0 = now_ns();
+	if (rank == 0) {
+		for (i = 0; i < LINE_ROUNDS; i++) {
+			atomic_store(pair_line, 2 * i + 1);
+			while (atomic_load(pair_line) != 2 * i + 2)
+				if (now_ns() - t0 > LINE_MAX_NS)
+					goto out;
+		}
+		ns = (double)(now_ns() - t0) / LINE_ROUNDS;
+out:
+		atomic_store(pair_line, LINE_STOP);
+	} else {
+		while ((v = atomic_load(pair_line)) != LINE_STOP &&
+		       now_ns() - t0 < 2 * LINE_MAX_NS) {
+			if (v == 2 * i + 1) {
+				atomic_store(pair_line, v + 1);
+				i++;
+			}
+		}
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+	if (rank == 0)
+		atomic_store(pair_line, 0);
+	return ns;
 }
 
 static double lat(int rank, unsigned char *buf, size_t n, long it)
@@ -318,12 +418,13 @@ static void one_size(int mode, int rank, unsigned char *sbuf,
 	long it = mode == LAT ? bench_iters(n, 50, 40000, 200000) :
 		  bench_iters(n * (size_t)per, 3, 500, 300000);
 	long warm = mode == LAT ? LAT_WARM : 2;
-	double c0 = bench_cpu(), v, cpu;
+	double line0 = pair_line_ns(rank), c0 = bench_cpu(), v, cpu, line1;
 
 	v = mode == LAT ? lat(rank, sbuf, n, it) :
 	    mode == BW ? bw(rank, rank ? rbuf : sbuf, n, it) :
 	    bibw(rank, sbuf, rbuf, n, it);
 	cpu = bench_cpu() - c0;
+	line1 = pair_line_ns(rank);
 	MPI_Allreduce(MPI_IN_PLACE, &cpu, 1, MPI_DOUBLE, MPI_SUM,
 		      MPI_COMM_WORLD);
 	verify(0, rank, sbuf, rbuf, n);
@@ -332,6 +433,7 @@ static void one_size(int mode, int rank, unsigned char *sbuf,
 	if (rank == 0) {
 		printf("RESULT %s %zu %.3f %.3f\n", mode_names[mode], n, v,
 		       cpu / ((double)per * (double)(it + warm)));
+		printf("PLACE %zu %.1f %.1f\n", n, line0, line1);
 		fflush(stdout);
 	}
 }
@@ -378,8 +480,11 @@ int main(int argc, char **argv)
 	rbuf = calloc(1, max);
 	if (!sbuf || !rbuf)
 		MPI_Abort(MPI_COMM_WORLD, 1);
+	pair_line_map(rank);
 	for (s = 0; s < nsizes; s++)
 		one_size(mode, rank, sbuf, rbuf, sizes[s]);
+	if (pair_line)
+		munmap((void *)pair_line, 4096);
 	free(sbuf);
 	free(rbuf);
 	MPI_Finalize();

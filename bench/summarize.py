@@ -233,6 +233,39 @@ if pairs:
             c, s, st[0] / 1e3, st[1] / 1e3, st[2] / 1e3, st[3] / 1e3))
     print()
 
+# The host places this VM's two vCPUs near each other or far apart and
+# changes that within seconds; MPI between two ranks follows it over TCP
+# as on one host (a 1 MiB ping-pong takes twice as long far apart).
+# bench_line measured the cache-line round trip before and after each
+# 2-rank MPI run, and mpi_bench's two ranks before and after each size
+# (place0_, place1_); two figures compare under one placement when all
+# four measurements agree (all near or all far), those of the size when
+# there are, else those of the run.
+NEAR_NS = 250
+
+
+def placement(rep, cfgs, size=None):
+    v = []
+    for c in cfgs:
+        c = c.split("#")[0]
+        keys = [("place0_" + c, size), ("place1_" + c, size)]
+        if size is None or any(rep not in by_rep.get(k, {}) for k in keys):
+            keys = [("line_" + c, 0), ("line_" + c, 1)]
+        v += [by_rep.get(k, {}).get(rep) for k in keys]
+    if None in v:
+        return None, v
+    if max(v) < NEAR_NS:
+        return "near", v
+    return ("far" if min(v) >= NEAR_NS else "changed"), v
+
+
+def held(a, b, size=None):
+    # the repeats in which a and b ran under one placement
+    reps = {k for (c, s) in by_rep if c == a for k in by_rep[(c, s)]}
+    return sorted((k for k in reps if placement(k, (a, b), size)[0] in
+                   ("near", "far")), key=int)
+
+
 # targets: (text, value, ref, ratio bound, at most?)
 targets = []
 
@@ -246,18 +279,22 @@ def target(text, a, b, bound, at_most, reps=None):
                         at_most))
 
 
-def target_sizes(text, a, b, lo, hi, bound, at_most=False):
-    # within `bound` at every size lo..hi both ran: the worst size decides
+def target_sizes(text, a, b, lo, hi, bound, at_most=False, placed=False):
+    # within `bound` at every size lo..hi both ran: the worst size decides;
+    # placed: only the repeats that ran that size under one placement
     got = []
     for s in sorted({s for (c, s) in by_rep if c == a}):
-        r = rep_ratios((a, s), (b, s)) if lo <= s <= hi else None
+        reps = held(a, b, s) if placed else None
+        r = rep_ratios((a, s), (b, s), reps) if lo <= s <= hi else None
         if r:
             got.append((statistics.median(r), s, r))
     if not got:
         targets.append((text, None, None, bound, at_most))
         return
     m, s, r = max(got) if at_most else min(got)
-    targets.append(("%s (%d sizes; worst %s)" % (text, len(got), human(s)),
+    targets.append(("%s (%d sizes; worst %s%s)" %
+                    (text, len(got), human(s),
+                     ", %d repeats" % len(r) if placed else ""),
                     m, (r[0], r[-1]), bound, at_most))
 
 
@@ -305,6 +342,34 @@ for m, osu in (("bw", "osu_bw"), ("bibw", "osu_bibw")):
                          (osu, how, name), "mpi_iwarp_%s%s" % (m, suffix),
                          "mpi_%s_%s%s" % (ref, m, suffix), 16 << 10, 4 * M,
                          bound)
+# the same over TCP, only the repeats in which both ran under one placement
+def held_text(a, b, size):
+    both = set(by_rep.get((a, size), {})) & set(by_rep.get((b, size), {}))
+    return "vCPU placement held (%d of %d)" % (len(held(a, b, size)),
+                                               len(both))
+
+
+for text, a, b, size, bound, at_most in (
+        ("MPI 8 B latency / Open MPI ob1 TCP", "mpi_iwarp_lat",
+         "mpi_ob1_lat", 8, 0.85, True),
+        ("MPI 1 MiB latency / MPI over libfabric tcp", "mpi_iwarp_lat",
+         "mpi_tcpofi_lat", M, 0.8, True),
+        ("MPI 1 MiB bandwidth / MPI over libfabric tcp", "mpi_iwarp_bw",
+         "mpi_tcpofi_bw", M, 1.0, False)):
+    target("%s, %s" % (text, held_text(a, b, size)), (a, size), (b, size),
+           bound, at_most, held(a, b, size))
+target_sizes("MPI CPU per message (latency runs), every size / MPI over "
+             "libfabric tcp, vCPU placement held", "mpi_iwarp_lat#cpu",
+             "mpi_tcpofi_lat#cpu", 0, 4 * M, 1.0, True, True)
+for m, osu in (("bw", "osu_bw"), ("bibw", "osu_bibw")):
+    for suffix, how in (("", "bound"), ("_unbound", "unbound")):
+        for ref, name, bound in (("tcpofi", "MPI over libfabric tcp", 1.1),
+                                 ("ob1", "Open MPI ob1 TCP", 1.0)):
+            target_sizes("MPI %s, %s, every size 16 KiB-4 MiB / %s, vCPU "
+                         "placement held" % (osu, how, name),
+                         "mpi_iwarp_%s%s" % (m, suffix),
+                         "mpi_%s_%s%s" % (ref, m, suffix), 16 << 10, 4 * M,
+                         bound, placed=True)
 # issue 22: osu_bw and osu_bibw on one host from 64 KiB up, and the 4-rank
 # collectives no slower than vader
 for m, osu in (("bw", "osu_bw"), ("bibw", "osu_bibw")):
@@ -320,23 +385,9 @@ for c in ("allreduce", "alltoall"):
 # line round trip before and after each same-host latency run, and a
 # repeat whose four measurements agree (all near or all far) compares
 # the two paths under one placement
-NEAR_NS = 250
-LINES = [("line_mpi_iwarpshm_lat", 0), ("line_mpi_iwarpshm_lat", 1),
-         ("line_mpi_vader_lat", 0), ("line_mpi_vader_lat", 1)]
-
-
-def placement(rep):
-    v = [by_rep.get(k, {}).get(rep) for k in LINES]
-    if None in v:
-        return None, v
-    if max(v) < NEAR_NS:
-        return "near", v
-    return ("far" if min(v) >= NEAR_NS else "changed"), v
-
-
 same_reps = sorted(set(by_rep.get(("mpi_iwarpshm_lat", 8), {})) &
                    set(by_rep.get(("mpi_vader_lat", 8), {})), key=int)
-steady = [k for k in same_reps if placement(k)[0] in ("near", "far")]
+steady = held("mpi_iwarpshm_lat", "mpi_vader_lat", 8)
 target("MPI 8 B latency, same host, repeats whose vCPU placement held "
        "(%d of %d) / ob1 vader" % (len(steady), len(same_reps)),
        ("mpi_iwarpshm_lat", 8), ("mpi_vader_lat", 8), 2.0, True, steady)
@@ -355,19 +406,42 @@ target("MSG 1 MiB bandwidth, CRC on / CRC off", ("fi_iwarp_msg_bw_crc", M),
 
 if same_reps:
     print("### Same-host 8 B latency and the vCPUs' placement\n")
-    print("Cache-line round trip between CPUs 0 and 1 (bench_line) before "
-          "and after each run, ns; near: all four below %d.\n" % NEAR_NS)
+    print("Cache-line round trip between the two ranks before and after "
+          "the 8 B size (between CPUs 0 and 1 before and after the run "
+          "where the ranks did not measure it), ns; near: all four below "
+          "%d.\n" % NEAR_NS)
     print("| repeat | MPI iwarp shm, us | MPI ob1 vader, us | ratio | "
           "lines (iwarp before/after, vader before/after) | placement |")
     print("|---:|---:|---:|---:|---|---|")
     for k in same_reps:
         a = by_rep[("mpi_iwarpshm_lat", 8)][k]
         b = by_rep[("mpi_vader_lat", 8)][k]
-        p, v = placement(k)
+        p, v = placement(k, ("mpi_iwarpshm_lat", "mpi_vader_lat"), 8)
         print("| %s | %.2f | %.2f | %.2f | %s | %s |" % (
             k, a, b, a / b if b else 0,
             " / ".join("-" if x is None else "%.0f" % x for x in v),
             p or "not measured"))
+    print()
+
+line_cfgs = sorted({c[5:] for (c, s) in by_rep
+                    if c.startswith("line_") and "#" not in c})
+if line_cfgs:
+    reps = sorted({k for c in line_cfgs for k in
+                   by_rep.get(("line_" + c, 0), {})}, key=int)
+    print("### Where the host placed the two vCPUs, per 2-rank MPI run\n")
+    print("Cache-line round trip between CPUs 0 and 1 (bench_line) before "
+          "and after the run, ns; near: both below %d, far: both at or "
+          "above it.\n" % NEAR_NS)
+    print("| configuration | " + " | ".join("repeat " + k for k in reps) +
+          " |")
+    print("|---|" + "---|" * len(reps))
+    for c in line_cfgs:
+        cells = []
+        for k in reps:
+            p, v = placement(k, (c,))
+            cells.append("-" if None in v else "%s (%.0f/%.0f)" %
+                         (p, v[0], v[1]))
+        print("| %s | %s |" % (c, " | ".join(cells)))
     print()
 
 print("### Targets (median over the repeats of each repeat's ratio)\n")
