@@ -94,17 +94,9 @@ static double mb_per_s(double octets, double t0)
 static _Atomic uint64_t *pair_line;
 
 #define LINE_ROUNDS 2000
-#define LINE_MAX_NS 200000000ull	/* rank 0 gives up after this */
+#define LINE_MAX_US 200000.0	/* rank 0 gives up after this */
 #define LINE_STOP UINT64_MAX
 #define LINE_LOOK 256
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Rank 0 makes a page in /dev/shm, rank 1 maps it by name, and the name
  * is gone before either uses it. */
@@ -146,23 +138,23 @@ static void pair_line_map(int rank)
  * rank 0's figure, bounded in rounds and time on both sides */
 static double pair_line_ns(int rank)
 {
-	uint64_t t0, v, i = 0, spins = 0;
-	double ns = 0;
+	uint64_t v, i = 0, spins = 0;
+	double t0, ns = 0;
 
 	if (!pair_line)
 		return 0;
 	MPI_Barrier(MPI_COMM_WORLD);
-	t0 = now_ns();
+	t0 = bench_now();
 	/* the clock is read every LINE_LOOK spins: not in the round trip */
 	if (rank == 0) {
 		for (i = 0; i < LINE_ROUNDS; i++) {
 			atomic_store(pair_line, 2 * i + 1);
 			while (atomic_load(pair_line) != 2 * i + 2)
 				if (!(++spins % LINE_LOOK) &&
-				    now_ns() - t0 > LINE_MAX_NS)
+				    bench_now() - t0 > LINE_MAX_US)
 					goto out;
 		}
-		ns = (double)(now_ns() - t0) / LINE_ROUNDS;
+		ns = (bench_now() - t0) * 1e3 / LINE_ROUNDS;
 out:
 		atomic_store(pair_line, LINE_STOP);
 	} else {
@@ -171,7 +163,7 @@ out:
 				atomic_store(pair_line, v + 1);
 				i++;
 			} else if (!(++spins % LINE_LOOK) &&
-				   now_ns() - t0 > 2 * LINE_MAX_NS) {
+				   bench_now() - t0 > 2 * LINE_MAX_US) {
 				break;
 			}
 		}

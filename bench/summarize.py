@@ -380,11 +380,9 @@ for c in ("allreduce", "alltoall"):
     target_sizes("MPI_%s, 4 ranks on one host, every size / ob1 vader" %
                  c.capitalize(), "mpi_iwarpshm_" + c, "mpi_vader_" + c, 0,
                  4 * M, 1.0, True)
-# issue 22: same-host latency follows where the host placed this VM's two
-# vCPUs, which can change within seconds: bench_line measured the cache
-# line round trip before and after each same-host latency run, and a
-# repeat whose four measurements agree (all near or all far) compares
-# the two paths under one placement
+# issue 22: same-host latency follows the vCPUs' placement too; a repeat
+# whose four measurements around the 8 B size agree compares the two
+# paths under one placement
 same_reps = sorted(set(by_rep.get(("mpi_iwarpshm_lat", 8), {})) &
                    set(by_rep.get(("mpi_vader_lat", 8), {})), key=int)
 steady = held("mpi_iwarpshm_lat", "mpi_vader_lat", 8)
