@@ -213,13 +213,14 @@ if mem:
           "echoes); MPI: the first MPI_Alltoall of N oversubscribed ranks, "
           "mean over the ranks.\n")
     print("| configuration | peers | connected | after the rounds | "
-          "CPU per connect, us |")
-    print("|---|---:|---:|---:|---:|")
+          "CPU per connect, us | CPU per message in the rounds, us |")
+    print("|---|---:|---:|---:|---:|---:|")
     for c, s in mem:
         run = stat(c + "#run", s)
-        print("| %s | %d | %s | %s | %s |" % (
+        print("| %s | %d | %s | %s | %s | %s |" % (
             c.replace("#mem", ""), s, cell(c, s, "%.1f"), "%.1f" % run[0] if run else "-",
-            cell(c, s, "%.0f", True) if kinds[(c, s)] == "peers" else "-"))
+            cell(c, s, "%.0f", True) if kinds[(c, s)] == "peers" else "-",
+            "%.2f" % run[3] if run and kinds[(c, s)] == "peers" else "-"))
     print()
 pairs = by_kind("allpairs")
 if pairs:
@@ -389,6 +390,12 @@ steady = held("mpi_iwarpshm_lat", "mpi_vader_lat", 8)
 target("MPI 8 B latency, same host, repeats whose vCPU placement held "
        "(%d of %d) / ob1 vader" % (len(steady), len(same_reps)),
        ("mpi_iwarpshm_lat", 8), ("mpi_vader_lat", 8), 2.0, True, steady)
+# issue 20: CPU per message no higher than libfabric tcp, with many peers
+# too (bench_peers' echo rounds, the parent's CPU per message)
+for n in (16, 64):
+    target("RDM CPU per message, %d peers / libfabric tcp rdm" % n,
+           ("peers_iwarp_%d#run#cpu" % n, n),
+           ("peers_tcp_%d#run#cpu" % n, n), 1.0, True)
 target("MSG connection setup / tcp msg", ("fi_iwarp_msg_conn", 0),
        ("fi_tcp_msg_conn", 0), 0.5, True)
 target("MSG connection setup / bare TCP connect", ("fi_iwarp_msg_conn", 0),

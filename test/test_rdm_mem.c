@@ -8,10 +8,13 @@
  * by less than 2 KiB per peer from the first round to the last: an idle
  * peer pins no staging buffers, and slots that went round once are not
  * touched anew. Not run under ASan, whose shadow and quarantine are
- * resident too.
+ * resident too. With that many sockets, progress asks an epoll set which
+ * are ready rather than polling all of them on every call: one epoll set
+ * of this process holds every peer's socket once they are connected.
  *
  * Needs FI_PROVIDER_PATH pointing at the directory of libiwarp-fi.so.
  */
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +72,53 @@ static double rss_kib(void)
 	if (f)
 		fclose(f);
 	return (double)res * (double)sysconf(_SC_PAGESIZE) / 1024.0;
+}
+
+/* What /proc/self/fd/NAME links to; "" if nothing. */
+static void fd_link(const char *name, char *buf, size_t size)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%s", name);
+	n = readlink(path, buf, size - 1);
+	buf[n > 0 ? n : 0] = 0;
+}
+
+/* The most sockets that one epoll set of this process holds (its
+ * fdinfo lists a "tfd:" line per registered descriptor). */
+static int epoll_sockets(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int best = 0;
+
+	while (d && (e = readdir(d))) {
+		char link[64], path[64], line[256], tfd[16];
+		FILE *f;
+		int n = 0, fd;
+
+		fd_link(e->d_name, link, sizeof(link));
+		if (strcmp(link, "anon_inode:[eventpoll]"))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s",
+			 e->d_name);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "tfd: %d", &fd) != 1)
+				continue;
+			snprintf(tfd, sizeof(tfd), "%d", fd);
+			fd_link(tfd, link, sizeof(link));
+			n += !strncmp(link, "socket:", 7);
+		}
+		if (f)
+			fclose(f);
+		if (n > best)
+			best = n;
+	}
+	if (d)
+		closedir(d);
+	return best;
 }
 
 static int side_open(struct side *s)
@@ -308,6 +358,12 @@ static void run_parent(int rfd, pid_t pid)
 	tap_ok(ok && (r1 - r0) / PEERS < KIB_PER_PEER, "resident memory per "
 	       "connected peer: %.1f KiB (< %.0f)", (r1 - r0) / PEERS,
 	       KIB_PER_PEER);
+	/* the set learns of the sockets at the rare turns of a poll */
+	for (i = 0; ok && i < 1000 && epoll_sockets() < PEERS; i++)
+		ok = !poll_tx(&n);
+	r = epoll_sockets();
+	tap_ok(ok && r >= PEERS, "progress asks an epoll set that holds the "
+	       "%d peers' sockets (%d) which are ready", PEERS, r);
 	for (k = 0; k < MSG; k++)
 		rxbuf(&n, NRX)[k] = (uint8_t)(k * 7 + 3);
 	for (r = 0; ok && r < ROUNDS; r++) {
@@ -346,7 +402,7 @@ int main(void)
 	pid_t pid;
 
 #ifdef UNDER_ASAN
-	tap_skip_n(6, "resident memory is not measurable under ASan");
+	tap_skip_n(7, "resident memory is not measurable under ASan");
 	return tap_done();
 #endif
 	deadline = tap_now() + 120;

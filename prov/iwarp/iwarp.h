@@ -101,10 +101,12 @@ struct iwarp_params {
 	int shm;		/* same-host RDM peers over shared memory */
 	int spin_us;		/* a blocking wait polls this long first */
 	int idle_yield;		/* empty CQ reads in a row before yielding */
+	int ready_min;		/* sockets from which epoll finds the ready */
 };
 
 #define IWARP_SPIN_US_DEFAULT 100
 #define IWARP_IDLE_YIELD_DEFAULT 256
+#define IWARP_READY_MIN_DEFAULT 8
 #define IWARP_IDLE_YIELD_EVERY 16	/* then one empty read in so many */
 /* while yields keep handing the core to another task, the first comes
  * after this many empty reads instead (iwarp_cq_yield) */
@@ -224,6 +226,21 @@ struct iwarp_fabric {
 	uint64_t hot_until_us;		/* iwarp_progress_hot, 0: none */
 	bool rare_due;			/* a sleep woke on a socket: the next
 					 * progress asks the rare ones too */
+	/*
+	 * With many sockets (iwarp_params.ready_min), the calls between
+	 * rare turns ask an epoll set which are ready instead of polling
+	 * them all (iwarp_ready.c); the rare turns still do, and bring the
+	 * set up to date.
+	 */
+	bool ready_on;
+	int ready_fd;			/* the epoll set, -1 until needed */
+	struct iwarp_pollable **ready_map;	/* fd -> registered owner */
+	int ready_cap;
+	struct iwarp_pollable **runq;	/* the ones a fast turn drives */
+	size_t runq_n, runq_cap;
+	struct iwarp_pollable **dueq;	/* no socket but work to do, as the
+					 * last rare turn found */
+	size_t dueq_n, dueq_cap;
 	/* target-side progress for RMA when the application is away */
 	uint64_t app_ms;		/* last progress the application made */
 	bool in_async;
@@ -302,6 +319,9 @@ struct iwarp_pollable {
 					 * time (shared memory): driven on
 					 * every call without asking
 					 * poll_info; set before adding */
+	bool queued;			/* in the fabric's runq */
+	int reg_fd;			/* in the fabric's epoll set, or -1 */
+	short reg_events;
 };
 
 /* one poll() of the rare ones per IWARP_RARE_US, asked every so many
@@ -323,6 +343,19 @@ void iwarp_progress_hot(struct iwarp_fabric *fab, unsigned int ms);
 void iwarp_pollable_del(struct iwarp_pollable *p);
 /* Lock held: p polled only on rare turns, or on every call again. */
 void iwarp_pollable_rare(struct iwarp_pollable *p, bool rare);
+/* Lock held. p's socket may be closed and its number reused: its
+ * registration in the fabric's epoll set goes (iwarp_ready.c). */
+void iwarp_pollable_reset(struct iwarp_pollable *p);
+/* Lock held. p may wait for other events now (work was posted outside
+ * progress): the epoll set learns them at once. */
+void iwarp_pollable_touch(struct iwarp_pollable *p);
+/* iwarp_ready.c, for iwarp_progress.c and the fabric */
+void iwarp_ready_drop(struct iwarp_fabric *fab, struct iwarp_pollable *p);
+void iwarp_ready_sync(struct iwarp_fabric *fab, struct iwarp_pollable *p);
+bool iwarp_ready_due(struct iwarp_fabric *fab, struct iwarp_pollable *p);
+void iwarp_ready_scan(struct iwarp_fabric *fab, size_t n, size_t nsock);
+void iwarp_ready_run(struct iwarp_fabric *fab);
+void iwarp_ready_fini(struct iwarp_fabric *fab);
 /* Drives every pollable of the fabric once (lock held; not re-entrant:
  * a nested call returns at once). */
 void iwarp_progress(struct iwarp_fabric *fab);

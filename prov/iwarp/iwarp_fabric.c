@@ -21,6 +21,7 @@ static int iwarp_fabric_close(struct fid *fid)
 		return -FI_EBUSY;
 	}
 	free(fab->name);
+	iwarp_ready_fini(fab);
 	free(fab->pfds);
 	free(fab->pptr);
 	free(fab);
@@ -81,6 +82,7 @@ int iwarp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 	fab->lock = 0;
 	iwarp_list_init(&fab->pollables);
 	iwarp_list_init(&fab->busy);
+	fab->ready_fd = -1;
 	atomic_init(&fab->ref, 0);
 	fab->fabric_fid.fid.fclass = FI_CLASS_FABRIC;
 	fab->fabric_fid.fid.context = context;

@@ -24,6 +24,7 @@ struct iwarp_params iwarp_params = {
 	.shm = 1,
 	.spin_us = IWARP_SPIN_US_DEFAULT,
 	.idle_yield = IWARP_IDLE_YIELD_DEFAULT,
+	.ready_min = IWARP_READY_MIN_DEFAULT,
 };
 
 static void iwarp_params_define(void)
@@ -109,6 +110,11 @@ static void iwarp_params_define_conn(void)
 			"a caller spinning on a CQ, such as Open MPI's "
 			"blocking send, lets a peer that shares its core run; "
 			"0 never yields (default: 256)");
+	fi_param_define(&iwarp_prov, "ready_min", FI_PARAM_INT,
+			"Sockets in a fabric from which progress asks an "
+			"epoll set which are ready, rather than polling each "
+			"on every call (a rank with many peers); 0 never "
+			"(default: 8)");
 	fi_param_define(&iwarp_prov, "rdm_probe_ms", FI_PARAM_INT,
 			"Milliseconds an RDM endpoint waits for a live peer "
 			"connection to answer a probe before a request "
@@ -286,6 +292,8 @@ static int iwarp_params_read(void)
 			  &iwarp_params.spin_us);
 	iwarp_param_range("idle_yield", "FI_IWARP_IDLE_YIELD", 0, 1000000,
 			  &iwarp_params.idle_yield);
+	iwarp_param_range("ready_min", "FI_IWARP_READY_MIN", 0, 1000000,
+			  &iwarp_params.ready_min);
 	return 0;
 }
 
@@ -354,6 +362,7 @@ void iwarp_params_fini(void)
 	iwarp_params.shm = 1;
 	iwarp_params.spin_us = IWARP_SPIN_US_DEFAULT;
 	iwarp_params.idle_yield = IWARP_IDLE_YIELD_DEFAULT;
+	iwarp_params.ready_min = IWARP_READY_MIN_DEFAULT;
 }
 
 void iwarp_engine_log(void *arg, int level, const char *msg)

@@ -45,6 +45,12 @@
 void iwarp_pollable_add(struct iwarp_fabric *fab, struct iwarp_pollable *p)
 {
 	p->fab = fab;
+	p->reg_fd = -1;
+	p->reg_events = 0;
+	p->queued = false;
+	/* the epoll set learns of it at once (iwarp_ready.c) */
+	if (fab->ready_on)
+		fab->rare_due = true;
 	if (p->busy) {
 		iwarp_list_add_tail(&fab->busy, &p->link);
 	} else if (p->rare) {
@@ -68,6 +74,7 @@ void iwarp_pollable_del(struct iwarp_pollable *p)
 		return;
 	if (!p->busy && !p->rare)
 		p->fab->nactive--;
+	iwarp_ready_drop(p->fab, p);
 	iwarp_list_del(&p->link);
 }
 
@@ -161,10 +168,12 @@ static ssize_t iwarp_progress_gather(struct iwarp_fabric *fab, bool rare_turn)
 	uint64_t now = 0, deadline;
 	struct iwarp_pollable *p;
 	struct iwarp_list *e;
-	size_t n = 0;
+	size_t n = 0, nsock = 0;
+	bool due_ok = true;
 	short events;
 	int fd;
 
+	fab->dueq_n = 0;
 	for (e = fab->pollables.next; e != &fab->pollables; e = e->next) {
 		p = iwarp_container_of(e, struct iwarp_pollable, link);
 		if (p->rare && !rare_turn) {
@@ -177,14 +186,19 @@ static ssize_t iwarp_progress_gather(struct iwarp_fabric *fab, bool rare_turn)
 		if (fd >= 0 && deadline > 1 && !now)
 			now = iw_now_ms();
 		p->run = (fd < 0 && !(p->nofd_idle && !deadline)) ||
-			 deadline == 1 || (deadline > 1 && deadline <= now);
+			 deadline == 1;
+		if (p->run && !p->rare && due_ok)
+			due_ok = iwarp_ready_due(fab, p);
+		p->run = p->run || (deadline > 1 && deadline <= now);
 		if (fd < 0 || !events)
 			continue;
 		if (!iwarp_progress_room(fab, n))
 			return -1;
 		fab->pfds[n] = (struct pollfd){ .fd = fd, .events = events };
 		fab->pptr[n++] = p;
+		nsock += !p->rare;
 	}
+	iwarp_ready_scan(fab, n, due_ok ? nsock : 0);
 	return (ssize_t)n;
 }
 
@@ -213,7 +227,8 @@ void iwarp_progress_hot(struct iwarp_fabric *fab, unsigned int ms)
 }
 
 static bool iwarp_progress_select(struct iwarp_fabric *fab,
-				  struct iwarp_pollable **single, bool *none)
+				  struct iwarp_pollable **single, bool *none,
+				  bool *fast)
 {
 	unsigned int tick = ++fab->rare_tick;
 	bool rare_turn = fab->rare_due;
@@ -246,6 +261,10 @@ static bool iwarp_progress_select(struct iwarp_fabric *fab,
 		return true;
 	/* while hot, a poll() of several sockets takes the listeners along */
 	rare_turn = rare_turn || fab->hot_until_us;
+	if (fab->ready_on && !rare_turn) {
+		*fast = true;
+		return true;
+	}
 	n = iwarp_progress_gather(fab, rare_turn);
 	if (n < 0)
 		return false;
@@ -262,7 +281,8 @@ static bool iwarp_progress_select(struct iwarp_fabric *fab,
 }
 
 /* Drives the pollables of list that are marked to run, or all. */
-static void iwarp_progress_list(struct iwarp_list *list, bool all)
+static void iwarp_progress_list(struct iwarp_fabric *fab,
+				struct iwarp_list *list, bool all)
 {
 	struct iwarp_list mark, *cur = list->next;
 	struct iwarp_pollable *p;
@@ -280,6 +300,9 @@ static void iwarp_progress_list(struct iwarp_list *list, bool all)
 		cur->next->prev = &mark;
 		cur->next = &mark;
 		p->progress(p);
+		/* still there: what it waits for may have changed */
+		if (fab->ready_on && mark.prev == cur)
+			iwarp_ready_sync(fab, p);
 		cur = mark.next;
 		iwarp_list_del(&mark);
 	}
@@ -288,7 +311,7 @@ static void iwarp_progress_list(struct iwarp_list *list, bool all)
 void iwarp_progress(struct iwarp_fabric *fab)
 {
 	struct iwarp_pollable *p = NULL;
-	bool all, none;
+	bool all, none, fast = false;
 
 	if (fab->in_progress)
 		return;
@@ -297,15 +320,24 @@ void iwarp_progress(struct iwarp_fabric *fab)
 		fab->app_ms = iw_now_ms();
 	fab->in_progress = true;
 	if (!iwarp_list_empty(&fab->busy))
-		iwarp_progress_list(&fab->busy, true);
-	all = !iwarp_progress_select(fab, &p, &none);
-	if (!all && (p || none)) {
-		if (p)
-			p->progress(p);
+		iwarp_progress_list(fab, &fab->busy, true);
+	all = !iwarp_progress_select(fab, &p, &none, &fast);
+	if (fast) {
+		iwarp_ready_run(fab);
 		fab->in_progress = false;
 		return;
 	}
-	iwarp_progress_list(&fab->pollables, all);
+	if (!all && (p || none)) {
+		if (p) {
+			p->progress(p);
+			/* a lone pollable may be deleted by its progress */
+			if (fab->ready_on)
+				fab->rare_due = true;
+		}
+		fab->in_progress = false;
+		return;
+	}
+	iwarp_progress_list(fab, &fab->pollables, all);
 	fab->in_progress = false;
 }
 

@@ -312,6 +312,7 @@ static int iwarp_tx_post(struct iwarp_ep *ep, const struct iwarp_tx *t,
 			break;
 		}
 	}
+	iwarp_pollable_touch(&ep->poll);
 	return 0;
 }
 
@@ -512,6 +513,8 @@ static int iwarp_rx_locked(struct iwarp_ep *ep, const struct iovec *iov,
 		ret = iw_qp_post_recv(ep->qp, &wr);
 	if (ret)
 		iwarp_op_put(ep, op);
+	else	/* a stream stalled for want of a receive reads again */
+		iwarp_pollable_touch(&ep->poll);
 	return iwarp_fi_err(ret);
 }
 

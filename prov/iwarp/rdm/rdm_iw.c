@@ -236,6 +236,7 @@ static void rdm_iw_connect(struct iwarp_rdm_xconn *c)
 	c->qp = rdm_iw_qp_new(c);
 	if (!c->qp)
 		return;
+	iwarp_pollable_reset(&c->poll);	/* its number may be the last's */
 	rdm_iw_hot(c->xe);
 	if (rdm_iw_keyed(c->xe) &&
 	    rdm_iw_auth_begin(c, c->qp, true, NULL, pd)) {
@@ -273,9 +274,13 @@ static void rdm_iw_connect(struct iwarp_rdm_xconn *c)
 
 static int rdm_iw_post(struct iwarp_rdm_xconn *c, struct iw_send_wr *wr)
 {
+	int ret;
+
 	if (!c->qp)
 		return -ENOTCONN;	/* lost while posting */
-	return iw_qp_post_send(c->qp, wr);
+	ret = iw_qp_post_send(c->qp, wr);
+	iwarp_pollable_touch(&c->poll);
+	return ret;
 }
 
 /*
@@ -616,6 +621,7 @@ static void rdm_iw_accepted(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 
 	if (rx) {
 		c->rx_qp = qp;
+		iwarp_pollable_reset(&c->rx_poll);
 		if (!c->rx_polled)
 			xe->up->poll_add(xe->ep, &c->rx_poll);
 		c->rx_polled = true;
@@ -626,6 +632,7 @@ static void rdm_iw_accepted(struct iwarp_rdm_xconn *c, struct iw_qp *qp,
 		rdm_iw_bury(xe, c->qp);
 	}
 	c->qp = qp;
+	iwarp_pollable_reset(&c->poll);
 	c->initiated = false;
 	c->up = false;
 }
@@ -1303,6 +1310,8 @@ void rdm_iw_promote(struct iwarp_rdm_xconn *c)
 	}
 	c->qp = c->rx_qp;
 	c->rx_qp = NULL;
+	iwarp_pollable_reset(&c->poll);
+	iwarp_pollable_reset(&c->rx_poll);
 	c->candidate = false;
 	c->initiated = false;
 	c->instance = c->nc_instance;
