@@ -356,6 +356,7 @@ bool iwarp_ready_due(struct iwarp_fabric *fab, struct iwarp_pollable *p);
 void iwarp_ready_scan(struct iwarp_fabric *fab, size_t n, size_t nsock);
 void iwarp_ready_run(struct iwarp_fabric *fab);
 void iwarp_ready_fini(struct iwarp_fabric *fab);
+uint32_t iwarp_poll_to_epoll(short events);	/* iwarp_progress.c */
 /* Drives every pollable of the fabric once (lock held; not re-entrant:
  * a nested call returns at once). */
 void iwarp_progress(struct iwarp_fabric *fab);

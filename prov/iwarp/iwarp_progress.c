@@ -632,7 +632,7 @@ void iwarp_wait_drain(struct iwarp_wait *w)
 		w->pending = false;
 }
 
-static uint32_t iwarp_poll_to_epoll(short events)
+uint32_t iwarp_poll_to_epoll(short events)
 {
 	return (events & POLLIN ? EPOLLIN : 0) |
 	       (events & POLLOUT ? EPOLLOUT : 0) |

@@ -22,20 +22,12 @@
 #include "iwarp.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
 /* events taken from the set per fast turn; the rest stay ready */
 #define IWARP_READY_BATCH 64
-
-static uint32_t iwarp_ready_events(short events)
-{
-	return (events & POLLIN ? EPOLLIN : 0) |
-	       (events & POLLOUT ? EPOLLOUT : 0) |
-	       (events & POLLPRI ? EPOLLPRI : 0);
-}
 
 static void iwarp_ready_forget(struct iwarp_fabric *fab,
 			       struct iwarp_pollable *p)
@@ -76,7 +68,7 @@ static bool iwarp_ready_grow(struct iwarp_fabric *fab, int fd)
 static void iwarp_ready_set(struct iwarp_fabric *fab,
 			    struct iwarp_pollable *p, int fd, short events)
 {
-	struct epoll_event ev = { .events = iwarp_ready_events(events) };
+	struct epoll_event ev = { .events = iwarp_poll_to_epoll(events) };
 	struct iwarp_pollable *old;
 
 	if (p->rare || fd < 0 || !ev.events) {
