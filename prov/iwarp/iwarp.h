@@ -346,12 +346,25 @@ void iwarp_pollable_rare(struct iwarp_pollable *p, bool rare);
 /* Lock held. p's socket may be closed and its number reused: its
  * registration in the fabric's epoll set goes (iwarp_ready.c). */
 void iwarp_pollable_reset(struct iwarp_pollable *p);
-/* Lock held. p may wait for other events now (work was posted outside
- * progress): the epoll set learns them at once. */
-void iwarp_pollable_touch(struct iwarp_pollable *p);
 /* iwarp_ready.c, for iwarp_progress.c and the fabric */
 void iwarp_ready_drop(struct iwarp_fabric *fab, struct iwarp_pollable *p);
 void iwarp_ready_sync(struct iwarp_fabric *fab, struct iwarp_pollable *p);
+
+/* In its fabric's list (added, not deleted since). */
+static inline bool iwarp_pollable_linked(const struct iwarp_pollable *p)
+{
+	return p->link.next && p->link.next != &p->link;
+}
+
+/* Lock held. p may wait for other events now (work was posted outside
+ * progress): the epoll set learns them at once. Inline, as every send
+ * calls it and the set is off for a few peers. A deleted pollable must
+ * not register again: nothing would take it out of the map. */
+static inline void iwarp_pollable_touch(struct iwarp_pollable *p)
+{
+	if (p->fab && p->fab->ready_on && iwarp_pollable_linked(p))
+		iwarp_ready_sync(p->fab, p);
+}
 bool iwarp_ready_due(struct iwarp_fabric *fab, struct iwarp_pollable *p);
 void iwarp_ready_scan(struct iwarp_fabric *fab, size_t n, size_t nsock);
 void iwarp_ready_run(struct iwarp_fabric *fab);

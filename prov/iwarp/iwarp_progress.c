@@ -61,11 +61,6 @@ void iwarp_pollable_add(struct iwarp_fabric *fab, struct iwarp_pollable *p)
 	}
 }
 
-static bool iwarp_pollable_linked(const struct iwarp_pollable *p)
-{
-	return p->link.next && p->link.next != &p->link;
-}
-
 /* Safe on a pollable that was never added (zeroed or empty link) or
  * deleted. */
 void iwarp_pollable_del(struct iwarp_pollable *p)
@@ -330,7 +325,9 @@ void iwarp_progress(struct iwarp_fabric *fab)
 	if (!all && (p || none)) {
 		if (p) {
 			p->progress(p);
-			/* a lone pollable may be deleted by its progress */
+			/* the set is not kept while one pollable is driven
+			 * alone: the next call's gather turns it off, or
+			 * brings it up to date if more came meanwhile */
 			if (fab->ready_on)
 				fab->rare_due = true;
 		}

@@ -115,14 +115,6 @@ void iwarp_ready_sync(struct iwarp_fabric *fab, struct iwarp_pollable *p)
 	iwarp_ready_set(fab, p, fd, events);
 }
 
-void iwarp_pollable_touch(struct iwarp_pollable *p)
-{
-	/* only a pollable in the fabric's list: a deleted one must not
-	 * register again, as nothing would take it out of the map */
-	if (p->fab && p->link.next && p->link.next != &p->link)
-		iwarp_ready_sync(p->fab, p);
-}
-
 void iwarp_pollable_reset(struct iwarp_pollable *p)
 {
 	if (p->fab)
