@@ -104,11 +104,13 @@ static inline int bench_cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* conn mode: the median of n setup times, and the CPU per connection */
-static inline void bench_report_conn(double *t, size_t n, double cpu)
+/* conn mode: the median of n setup times (reported as size `at`), and
+ * the CPU per connection */
+static inline void bench_report_conn(double *t, size_t n, size_t at,
+				     double cpu)
 {
 	qsort(t, n, sizeof(t[0]), bench_cmp_double);
-	printf("RESULT conn 0 %.3f %.3f\n", t[n / 2], cpu / (double)n);
+	printf("RESULT conn %zu %.3f %.3f\n", at, t[n / 2], cpu / (double)n);
 }
 
 #endif

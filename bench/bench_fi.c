@@ -3,17 +3,22 @@
  * bench_fi: the same measurements as bench_tcp, through any libfabric
  * provider, so iwarp and tcp run the same code.
  *
- *	bench_fi -p PROV -e msg|rdm -m lat|bw|conn [-d DOMAIN] [-s SIZES]
+ *	bench_fi -p PROV -e msg|rdm -m lat|bw|conn|connkeep [-d DOMAIN]
+ *		 [-s SIZES]
  *		 [-t BUDGET_MS] -B PORT              (server)
  *	bench_fi ... -P PORT HOST                    (client)
  *
  * lat: fi_send/fi_recv ping-pong, busy-polling the CQs. bw: the client
  * sends windows of 64 messages from one buffer, the server answers each
  * window with a 1-octet message; receives are reposted as they complete.
- * conn (msg only): time from fi_connect to FI_CONNECTED, median of 100.
+ * conn (msg only): time from fi_connect to FI_CONNECTED, median of 100;
+ * the server keeps every endpoint it accepted. connkeep: 2000 of them,
+ * the medians of the first 100 (size 0) and of the last 100 (size 2000),
+ * so that a cost per endpoint the server keeps shows.
  * After each size one more message carries a pattern the server checks.
  */
 #include <errno.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <rdma/fabric.h>
@@ -26,11 +31,13 @@
 
 #define RX_DEPTH (BENCH_WINDOW + 4)
 #define CONN_COUNT 100
+#define CONN_KEEP 2000
+#define CONN_BLOCK 100
 
 static const char *prov = "iwarp", *mode = "lat", *dom_name;
 static enum fi_ep_type ep_type = FI_EP_MSG;
 static size_t sizes[BENCH_MAX_SIZES], max_size = 64;
-static int nsizes, server;
+static int nsizes, server, conn_count = CONN_COUNT;
 static double budget_ms = 300;
 
 static struct fi_info *info;
@@ -228,7 +235,7 @@ static void setup(const char *host, const char *port)
 		CHK(fi_passive_ep(fabric, info, &pep, NULL));
 		CHK(fi_pep_bind(pep, &eq->fid, 0));
 		CHK(fi_listen(pep));
-		if (!strcmp(mode, "conn"))
+		if (conn_count)
 			return;
 		wait_cm(FI_CONNREQ, NULL, &entry);
 		open_ep(entry.info);
@@ -240,7 +247,7 @@ static void setup(const char *host, const char *port)
 		return;
 	}
 	if (ep_type == FI_EP_MSG) {
-		if (!strcmp(mode, "conn"))
+		if (conn_count)
 			return;
 		open_ep(info);
 		for (i = 0; i < RX_DEPTH; i++)
@@ -356,16 +363,16 @@ static void bw_size(size_t n)
 		       cpu / msgs);
 }
 
-/* conn: the client connects and closes CONN_COUNT endpoints in turn. */
+/* conn: the client connects and closes conn_count endpoints in turn. */
 static void conn_client(void)
 {
-	static double t[CONN_COUNT];
+	static double t[CONN_KEEP];
 	struct fi_eq_cm_entry entry;
-	double c0 = bench_cpu();
+	double c0 = bench_cpu(), cpu;
 	int i;
 
 	repost = 0;
-	for (i = 0; i < CONN_COUNT; i++) {
+	for (i = 0; i < conn_count; i++) {
 		double t0;
 
 		open_ep(info);
@@ -379,16 +386,29 @@ static void conn_client(void)
 		CHK(fi_close(&ep->fid));
 		ep = NULL;
 	}
-	bench_report_conn(t, CONN_COUNT, bench_cpu() - c0);
+	cpu = bench_cpu() - c0;
+	if (conn_count == CONN_COUNT) {
+		bench_report_conn(t, CONN_COUNT, 0, cpu);
+		return;
+	}
+	bench_report_conn(t, CONN_BLOCK, 0, cpu * CONN_BLOCK / conn_count);
+	bench_report_conn(t + conn_count - CONN_BLOCK, CONN_BLOCK,
+			  (size_t)conn_count, cpu * CONN_BLOCK / conn_count);
 }
 
 static void conn_server(void)
 {
-	struct fid_ep *eps[CONN_COUNT] = { 0 };
+	static struct fid_ep *eps[CONN_KEEP];
 	struct fi_eq_cm_entry entry;
+	struct rlimit rl;
 	int i;
 
-	for (i = 0; i < CONN_COUNT; i++) {
+	/* a descriptor or two for each endpoint kept, in some providers */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	for (i = 0; i < conn_count; i++) {
 		wait_cm(FI_CONNREQ, NULL, &entry);
 		open_ep(entry.info);
 		eps[i] = ep;
@@ -398,7 +418,7 @@ static void conn_server(void)
 		send_msg(txbuf, 1);
 		drain_tx();
 	}
-	for (i = 0; i < CONN_COUNT; i++)
+	for (i = 0; i < conn_count; i++)
 		fi_close(&eps[i]->fid);
 	ep = NULL;
 }
@@ -423,18 +443,20 @@ int main(int argc, char **argv)
 		default: return 2;
 		}
 	}
+	conn_count = !strcmp(mode, "conn") ? CONN_COUNT :
+		     !strcmp(mode, "connkeep") ? CONN_KEEP : 0;
 	if (nsizes <= 0 || !port || (!server && optind >= argc) ||
-	    (!strcmp(mode, "conn") && ep_type != FI_EP_MSG)) {
+	    (conn_count && ep_type != FI_EP_MSG)) {
 		fprintf(stderr, "usage: bench_fi -p PROV -e msg|rdm "
-			"-m lat|bw|conn [-d DOMAIN] [-s SIZES] [-t MS] "
-			"-B PORT | -P PORT HOST\n");
+			"-m lat|bw|conn|connkeep [-d DOMAIN] [-s SIZES] "
+			"[-t MS] -B PORT | -P PORT HOST\n");
 		return 2;
 	}
 	for (i = 0; i < nsizes; i++)
 		if (sizes[i] > max_size)
 			max_size = sizes[i];
 	setup(optind < argc ? argv[optind] : NULL, port);
-	if (!strcmp(mode, "conn")) {
+	if (conn_count) {
 		if (server)
 			conn_server();
 		else

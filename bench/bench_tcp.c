@@ -212,7 +212,7 @@ static void conn_client(const char *host, int port)
 			die("recv");
 		close(fd);
 	}
-	bench_report_conn(t, CONN_COUNT, bench_cpu() - c0);
+	bench_report_conn(t, CONN_COUNT, 0, bench_cpu() - c0);
 }
 
 static void conn_server(int lfd)

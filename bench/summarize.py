@@ -111,6 +111,7 @@ NAMES = {
     "raw_conn": "bare TCP connect", "fi_iwarp_msg_conn": "iwarp msg",
     "fi_tcp_msg_conn": "tcp msg", "crc32c": "CRC32c",
     "fi_iwarp_msg_conn_key": "iwarp msg, job key",
+    "fi_iwarp_msg_connkeep": "iwarp msg", "fi_tcp_msg_connkeep": "tcp msg",
     "fi_iwarp_rdm_lat_key": "iwarp rdm, job key",
     "fi_iwarp_rdm_lat_shm": "iwarp rdm shm", "fi_iwarp_rdm_bw_shm":
     "iwarp rdm shm", "mpi_iwarpshm_lat": "MPI iwarp shm",
@@ -196,6 +197,18 @@ if conn:
         print("\niwarp (TCP connect + MPA Request/Reply + RTR) / bare TCP "
               "connect: %.1fx" % (med("fi_iwarp_msg_conn", 0) /
                                   med("raw_conn", 0)))
+    print()
+keep = [c for c in ("fi_iwarp_msg_connkeep", "fi_tcp_msg_connkeep")
+        if stat(c, 0)]
+if keep:
+    print("### Connection setup while the server keeps every endpoint, us "
+          "(bench_fi connkeep: 2000 connections)\n")
+    print("| | " + " | ".join(NAMES[c] for c in keep) + " |")
+    print("|---|" + "---:|" * len(keep))
+    print("| first 100 | " + " | ".join(cell(c, 0, "%.1f") for c in keep) +
+          " |")
+    print("| last 100 (1900 kept) | " +
+          " | ".join(cell(c, 2000, "%.1f") for c in keep) + " |")
     print()
 
 
@@ -398,6 +411,13 @@ for n in (16, 64):
            ("peers_tcp_%d#run#cpu" % n, n), 1.0, True)
 target("MSG connection setup / tcp msg", ("fi_iwarp_msg_conn", 0),
        ("fi_tcp_msg_conn", 0), 0.5, True)
+# a server's cost per endpoint it keeps (issue 20's connection storms)
+target("MSG connection setup, 1900 endpoints kept / tcp msg",
+       ("fi_iwarp_msg_connkeep", 2000), ("fi_tcp_msg_connkeep", 2000), 0.5,
+       True)
+target("MSG connection setup, 1900 endpoints kept / the first 100",
+       ("fi_iwarp_msg_connkeep", 2000), ("fi_iwarp_msg_connkeep", 0), 1.25,
+       True)
 target("MSG connection setup / bare TCP connect", ("fi_iwarp_msg_conn", 0),
        ("raw_conn", 0), 4.0, True)
 target("All pairs of 16 ranks connected / Open MPI ob1 TCP",

@@ -450,6 +450,124 @@ out:
 	node_close(&n);
 }
 
+/* ---- endpoints with nothing to drive (closed by the peer, or made from
+ * a request not accepted yet) leave the progress walk until the
+ * application gives them work: a server keeping thousands paid for each
+ * on every call. Such an endpoint must still accept, connect and move
+ * data, and a dead one must refuse work at once. */
+
+#define IDLE_MS		150	/* many rare turns, so the walk drops it */
+#define IDLE_LEN	4096
+
+/* Progress for ms (the CQ's and the endpoint's EQ), no control message. */
+static void serve_ms(struct node *n, int ms)
+{
+	uint64_t end = now_ms() + (uint64_t)ms;
+	struct eq_ev e;
+
+	while (now_ms() < end) {
+		cq_drain(n);
+		if (n->ep_eq)
+			eq_wait(n->ep_eq, &e, 1);
+	}
+}
+
+static void idle_client(struct proc *p)
+{
+	char *buf = calloc(1, IDLE_LEN);
+	struct comp cp = { 0 };
+	struct node n;
+	ssize_t ret;
+
+	if (!buf || !cli_setup(&n, p, NULL))
+		goto out;
+	check(!fi_shutdown(n.ep, 0), "fi_shutdown of the first connection");
+	if (!ctl_expect(p, CTL_NEXT, NULL, 2 * WAIT_MS))
+		goto out;
+	node_close_ep(&n);
+	ret = cli_connect(&n, NULL, 0, NULL);
+	if (!check(!ret, "the second connection, accepted after its "
+		   "endpoint idled %d ms, is up (%zd)", IDLE_MS, ret))
+		goto out;
+	if (!ctl_expect(p, CTL_NEXT, NULL, 2 * WAIT_MS))
+		goto out;
+	pat_fill(buf, IDLE_LEN, p->seed ^ 0x1d1e, 0);
+	ret = fi_send(n.ep, buf, IDLE_LEN, NULL, 0, buf);
+	check(!ret && cq_take(&n, buf, &cp, WAIT_MS) && !cp.err,
+	      "a Send over it completes (%zd, err %d)", ret, cp.err);
+	memset(buf, 0, IDLE_LEN);
+	ret = fi_recv(n.ep, buf, IDLE_LEN, NULL, 0, buf);
+	check(!ret && cq_take(&n, buf, &cp, WAIT_MS) && !cp.err &&
+	      cp.len == IDLE_LEN &&
+	      pat_diff(buf, IDLE_LEN, p->seed ^ 0x1d1f, 0) == SIZE_MAX,
+	      "the server's answer arrives intact (%zd, err %d, len %zu)",
+	      ret, cp.err, cp.len);
+	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
+out:
+	node_close(&n);
+	free(buf);
+}
+
+static void idle_server(struct proc *p)
+{
+	char *buf = calloc(1, IDLE_LEN), tiny[8];
+	struct fid_ep *dead = NULL;
+	struct fid_eq *dead_eq = NULL;
+	struct comp cp = { 0 };
+	struct eq_ev req;
+	struct node n;
+	struct ctl m;
+	ssize_t r1, r2;
+	int ret;
+
+	if (!buf || !srv_setup(&n, p, NULL))
+		goto out;
+	expect_shutdown(&n, "client");
+	/* the dead endpoint stays open, as a server's do */
+	serve_ms(&n, IDLE_MS);
+	r1 = fi_recv(n.ep, tiny, sizeof(tiny), NULL, 0, tiny);
+	r2 = fi_send(n.ep, tiny, sizeof(tiny), NULL, 0, tiny);
+	check(r1 < 0 && r1 != -FI_EAGAIN && r2 < 0 && r2 != -FI_EAGAIN,
+	      "after %d ms of progress a closed endpoint refuses a receive "
+	      "and a Send at once (%zd, %zd)", IDLE_MS, r1, r2);
+	check(!fi_shutdown(n.ep, 0), "and takes fi_shutdown");
+	dead = n.ep;
+	dead_eq = n.ep_eq;
+	n.ep = NULL;
+	n.ep_eq = NULL;
+	ctl_send(p, CTL_NEXT, 0, 0, 0, 0, 0);
+	ret = srv_connreq(&n, &req, WAIT_MS);
+	if (!ret)
+		ret = srv_endpoint(&n, &req);
+	if (!check(!ret, "the second request's endpoint (%d)", ret))
+		goto out;
+	serve_ms(&n, IDLE_MS);	/* unaccepted: no socket of its own */
+	ret = srv_accept(&n, NULL, 0);
+	if (!check(!ret, "fi_accept after %d ms idle: FI_CONNECTED (%d)",
+		   IDLE_MS, ret))
+		goto out;
+	ret = (int)fi_recv(n.ep, buf, IDLE_LEN, NULL, 0, buf);
+	ctl_send(p, CTL_NEXT, 0, 0, 0, 0, 0);
+	check(!ret && cq_take(&n, buf, &cp, WAIT_MS) && !cp.err &&
+	      cp.len == IDLE_LEN &&
+	      pat_diff(buf, IDLE_LEN, p->seed ^ 0x1d1e, 0) == SIZE_MAX,
+	      "the client's message arrives intact (%d, err %d, len %zu)",
+	      ret, cp.err, cp.len);
+	pat_fill(buf, IDLE_LEN, p->seed ^ 0x1d1f, 0);
+	ret = (int)POST_RETRY(&n, WAIT_MS,
+			      fi_send(n.ep, buf, IDLE_LEN, NULL, 0, buf));
+	check(!ret && cq_take(&n, buf, &cp, WAIT_MS) && !cp.err,
+	      "the answer's Send completes (%d, err %d)", ret, cp.err);
+	ctl_wait_serving(&n, &m, 2 * WAIT_MS);
+out:
+	if (dead)
+		check(!fi_close(&dead->fid), "the closed endpoint closes");
+	if (dead_eq)
+		fi_close(&dead_eq->fid);
+	node_close(&n);
+	free(buf);
+}
+
 /* ---- one EQ for the passive endpoint and the endpoints it accepts, the
  * client connecting them one after another (fabtests' fi_multi_ep): the
  * client's RTR for one and its Request for the next can wake the server
@@ -1327,6 +1445,8 @@ static const struct msg_case cases[] = {
 	  false, false, 30 },
 	{ "the client's socket comes with fi_enable", presock_client,
 	  presock_server, false, false, 20 },
+	{ "endpoints with nothing to drive: accepted later, closed ones "
+	  "refuse work", idle_client, idle_server, false, false, 30 },
 	{ "one EQ, endpoints connected one after another", order_client,
 	  order_server, false, false, 60 },
 	{ "close right after a Send", close_after_send_client,

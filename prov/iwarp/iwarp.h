@@ -215,6 +215,8 @@ struct iwarp_fabric {
 					 * with sleepers */
 	struct iwarp_list pollables;
 	struct iwarp_list busy;		/* pollables with busy set */
+	struct iwarp_list parked;	/* nofd_idle ones found idle: not
+					 * walked until touched */
 	unsigned int nactive;		/* in pollables, not rare */
 	bool in_progress;		/* guards against re-entry */
 	struct pollfd *pfds;		/* iwarp_progress scratch */
@@ -320,6 +322,7 @@ struct iwarp_pollable {
 					 * every call without asking
 					 * poll_info; set before adding */
 	bool queued;			/* in the fabric's runq */
+	bool parked;			/* in fabric->parked */
 	int reg_fd;			/* in the fabric's epoll set, or -1 */
 	short reg_events;
 };
@@ -356,12 +359,17 @@ static inline bool iwarp_pollable_linked(const struct iwarp_pollable *p)
 	return p->link.next && p->link.next != &p->link;
 }
 
-/* Lock held. p may wait for other events now (work was posted outside
- * progress): the epoll set learns them at once. Inline, as every send
- * calls it and the set is off for a few peers. A deleted pollable must
- * not register again: nothing would take it out of the map. */
+/* Lock held. p may have work or wait for other events now (work was
+ * posted, or a connection begun, outside progress): a parked one is
+ * walked again, and the epoll set learns its events at once. Inline, as
+ * every send calls it and the set is off for a few peers. A deleted
+ * pollable must not register again: nothing would take it out of the
+ * map. */
+void iwarp_pollable_unpark(struct iwarp_pollable *p);
 static inline void iwarp_pollable_touch(struct iwarp_pollable *p)
 {
+	if (p->parked)
+		iwarp_pollable_unpark(p);
 	if (p->fab && p->fab->ready_on && iwarp_pollable_linked(p))
 		iwarp_ready_sync(p->fab, p);
 }

@@ -82,6 +82,7 @@ int iwarp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 	fab->lock = 0;
 	iwarp_list_init(&fab->pollables);
 	iwarp_list_init(&fab->busy);
+	iwarp_list_init(&fab->parked);
 	fab->ready_fd = -1;
 	atomic_init(&fab->ref, 0);
 	fab->fabric_fid.fid.fclass = FI_CLASS_FABRIC;

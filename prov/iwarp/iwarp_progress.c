@@ -48,6 +48,7 @@ void iwarp_pollable_add(struct iwarp_fabric *fab, struct iwarp_pollable *p)
 	p->reg_fd = -1;
 	p->reg_events = 0;
 	p->queued = false;
+	p->parked = false;
 	/* the epoll set learns of it at once (iwarp_ready.c) */
 	if (fab->ready_on)
 		fab->rare_due = true;
@@ -67,10 +68,39 @@ void iwarp_pollable_del(struct iwarp_pollable *p)
 {
 	if (!iwarp_pollable_linked(p))
 		return;
-	if (!p->busy && !p->rare)
+	if (!p->busy && !p->rare && !p->parked)
 		p->fab->nactive--;
+	p->parked = false;
 	iwarp_ready_drop(p->fab, p);
 	iwarp_list_del(&p->link);
+}
+
+/*
+ * An endpoint with no socket, no deadline and nothing queued (closed by
+ * its peer, or not connected yet) leaves the walk: a server that keeps
+ * thousands of them paid a poll_info each on every turn. Only an
+ * application call gives it work again, and those touch it.
+ */
+static void iwarp_pollable_park(struct iwarp_pollable *p)
+{
+	struct iwarp_fabric *fab = p->fab;
+
+	iwarp_ready_drop(fab, p);
+	iwarp_list_del(&p->link);
+	iwarp_list_add_tail(&fab->parked, &p->link);
+	p->parked = true;
+	p->run = false;
+	fab->nactive--;
+}
+
+void iwarp_pollable_unpark(struct iwarp_pollable *p)
+{
+	struct iwarp_fabric *fab = p->fab;
+
+	iwarp_list_del(&p->link);
+	iwarp_list_add_head(&fab->pollables, &p->link);
+	p->parked = false;
+	fab->nactive++;
 }
 
 void iwarp_pollable_rare(struct iwarp_pollable *p, bool rare)
@@ -78,7 +108,7 @@ void iwarp_pollable_rare(struct iwarp_pollable *p, bool rare)
 	if (p->rare == rare)
 		return;
 	p->rare = rare;
-	if (!iwarp_pollable_linked(p) || p->busy)
+	if (!iwarp_pollable_linked(p) || p->busy || p->parked)
 		return;
 	if (rare)
 		p->fab->nactive--;
@@ -162,20 +192,25 @@ static ssize_t iwarp_progress_gather(struct iwarp_fabric *fab, bool rare_turn)
 {
 	uint64_t now = 0, deadline;
 	struct iwarp_pollable *p;
-	struct iwarp_list *e;
+	struct iwarp_list *e, *next;
 	size_t n = 0, nsock = 0;
 	bool due_ok = true;
 	short events;
 	int fd;
 
 	fab->dueq_n = 0;
-	for (e = fab->pollables.next; e != &fab->pollables; e = e->next) {
+	for (e = fab->pollables.next; e != &fab->pollables; e = next) {
+		next = e->next;
 		p = iwarp_container_of(e, struct iwarp_pollable, link);
 		if (p->rare && !rare_turn) {
 			p->run = false;
 			continue;
 		}
 		p->poll_info(p, &fd, &events, &deadline);
+		if (fd < 0 && !deadline && p->nofd_idle && !p->rare) {
+			iwarp_pollable_park(p);
+			continue;
+		}
 		/* the clock only for a socket's real deadline (1 is "due
 		 * now", as shared memory and busy listeners say) */
 		if (fd >= 0 && deadline > 1 && !now)

@@ -239,6 +239,7 @@ static int iwarp_ep_connect(struct fid_ep *ep_fid, const void *addr,
 	ret = iw_qp_connect(ep->qp, sa, iwarp_sa_len(sa), &p);
 	if (!ret)
 		ep->state = IWARP_EP_CONNECTING;
+	iwarp_pollable_touch(&ep->poll);
 	iwarp_unlock(ep->base.fab);
 	return ret;
 }
@@ -311,6 +312,7 @@ static int iwarp_ep_accept(struct fid_ep *ep_fid, const void *param,
 	iwarp_lock(ep->base.fab);
 	pep = ep->connreq->pep;
 	ret = iwarp_ep_accept_locked(ep, param, paramlen);
+	iwarp_pollable_touch(&ep->poll);
 	/* the Reply leaves now, not at the next progress call; then what
 	 * the next request will need is made while the peer answers */
 	if (!ret) {
@@ -331,6 +333,7 @@ static int iwarp_ep_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 	iwarp_lock(ep->base.fab);
 	if (ep->qp) {
 		ret = iw_qp_disconnect(ep->qp);
+		iwarp_pollable_touch(&ep->poll);
 		iwarp_progress(ep->base.fab);
 	}
 	iwarp_unlock(ep->base.fab);
