@@ -236,7 +236,7 @@ static int iw_cm_tcp_connect(struct iw_qp *qp)
 
 	qp->spare_fd = -1;
 	if (fd >= 0 && qp->spare_family != sa->sa_family) {
-		close(fd);
+		iw_fd_close(fd);
 		fd = -1;
 	}
 	if (fd < 0)
@@ -250,14 +250,14 @@ static int iw_cm_tcp_connect(struct iw_qp *qp)
 		if (bind(fd, (const struct sockaddr *)&qp->src, qp->src_len)) {
 			int ret = -errno;
 
-			close(fd);
+			iw_fd_close(fd);
 			return ret;
 		}
 	}
 	if (connect(fd, sa, qp->dst_len) && errno != EINPROGRESS) {
 		int ret = -errno;
 
-		close(fd);
+		iw_fd_close(fd);
 		return ret;
 	}
 	qp->fd = fd;
@@ -653,14 +653,14 @@ int iw_listen(struct iw_dev *dev, const struct sockaddr *addr,
 	 * caller polls again for another reason (iw_listener_busy) */
 	l->efd = epoll_create1(EPOLL_CLOEXEC);
 	if (l->efd >= 0 && iw_epoll_add(l->efd, l->fd, NULL)) {
-		close(l->efd);
+		iw_fd_close(l->efd);
 		l->efd = -1;
 	}
 	*lp = l;
 	return 0;
 err_close:
 	ret = -errno;
-	close(l->fd);
+	iw_fd_close(l->fd);
 	free(l);
 	return ret;
 err_free:
@@ -704,7 +704,7 @@ static void iw_req_drop(struct iw_conn_req *req, const char *why)
 		l->ops->conn_dropped(l->arg, req);
 	if (req->fd >= 0) {
 		iw_req_unwatch(req);
-		close(req->fd);
+		iw_fd_close(req->fd);
 	}
 	free(req);
 }
@@ -736,8 +736,8 @@ int iw_listener_close(struct iw_listener *l)
 	while (l->reqs)
 		iw_req_drop(l->reqs, "listener closed");
 	if (l->efd >= 0)
-		close(l->efd);
-	close(l->fd);
+		iw_fd_close(l->efd);
+	iw_fd_close(l->fd);
 	free(l);
 	return 0;
 }
@@ -958,7 +958,7 @@ static void iw_req_add(struct iw_listener *l, int fd,
 	struct iw_conn_req *req = calloc(1, sizeof(*req));
 
 	if (!req) {
-		close(fd);
+		iw_fd_close(fd);
 		return;
 	}
 	req->l = l;
@@ -1003,7 +1003,7 @@ static void iw_listener_accept_tcp(struct iw_listener *l)
 		/* taken and closed at once: left queued, it would keep the
 		 * listening socket readable and the caller spinning */
 		iw_sock_reset_on_close(fd);
-		close(fd);
+		iw_fd_close(fd);
 		l->st.refused++;
 		iw_burst_note(l, false);
 	}

@@ -9,12 +9,26 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "iw_priv.h"
+
+static _Atomic uint64_t iw_fd_closes;
+
+int iw_fd_close(int fd)
+{
+	atomic_fetch_add_explicit(&iw_fd_closes, 1, memory_order_relaxed);
+	return close(fd);
+}
+
+uint64_t iw_fd_close_count(void)
+{
+	return atomic_load_explicit(&iw_fd_closes, memory_order_relaxed);
+}
 
 uint64_t iw_now_ms(void)
 {
@@ -62,7 +76,7 @@ static uint64_t iw_seed(void)
 	if (fd >= 0) {
 		if (read(fd, &s, sizeof(s)) != sizeof(s))
 			s = 0;
-		close(fd);
+		iw_fd_close(fd);
 	}
 	if (!s)
 		s = iw_now_ms() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid();

@@ -251,7 +251,7 @@ int iw_qp_destroy(struct iw_qp *qp)
 	iw_qp_flush(qp, IW_WC_FLUSHED);
 	iw_qp_close_socket(qp, true);
 	if (qp->spare_fd >= 0)
-		close(qp->spare_fd);
+		iw_fd_close(qp->spare_fd);
 	if (qp->srq)
 		qp->srq->nqp--;
 	qp->pd->nqp--;

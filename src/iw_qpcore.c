@@ -303,7 +303,7 @@ void iw_qp_close_socket(struct iw_qp *qp, bool reset)
 
 		setsockopt(qp->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	}
-	close(qp->fd);
+	iw_fd_close(qp->fd);
 	qp->fd = -1;
 }
 

@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
 #include <unistd.h>
+#include <sys/epoll.h>
 #include <sys/wait.h>
 
 #include "msg_util.h"
@@ -566,6 +568,166 @@ out:
 		fi_close(&dead_eq->fid);
 	node_close(&n);
 	free(buf);
+}
+
+/* ---- an fd wait across connections: the CQ's fd (FI_GETWAIT), in the
+ * application's epoll set, must wake for a new connection whose socket
+ * took the closed one's descriptor number. The provider's set keeps
+ * registrations that did not change; a closed descriptor makes it
+ * register everything again, or the new socket would be missed. */
+
+#define REUSE_LATER_MS	100
+
+/* The lowest socket descriptor not in `old` (-1: none). */
+static int new_socket_fd(const bool *old, int max)
+{
+	char path[64], link[64];
+	int fd;
+
+	for (fd = 0; fd < max; fd++) {
+		ssize_t n;
+
+		if (old && old[fd])
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 7 && !strncmp(link, "socket:", 7))
+			return fd;
+	}
+	return -1;
+}
+
+static void socket_fds(bool *out, int max)
+{
+	char path[64], link[64];
+	int fd;
+
+	for (fd = 0; fd < max; fd++) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		out[fd] = n > 7 && !strncmp(link, "socket:", 7);
+	}
+}
+
+/* The server sends `what` REUSE_LATER_MS from now; we sleep in
+ * epoll_wait on the CQ's fd, which must wake for it. */
+static void reuse_round(struct node *n, struct proc *p, int epfd,
+			const char *what)
+{
+	struct epoll_event ev;
+	struct fid *f = &n->cq->fid;
+	char buf[16] = "";
+	struct comp cp = { 0 };
+	uint64_t t0;
+	int tw, woke = 0;
+	ssize_t r;
+
+	r = fi_recv(n->ep, buf, sizeof(buf), NULL, 0, buf);
+	ctl_send(p, CTL_SEND_LATER, REUSE_LATER_MS, 0, 0, 0, 0);
+	t0 = now_ms();
+	tw = fi_trywait(n->fabric, &f, 1);
+	if (!tw)
+		woke = epoll_wait(epfd, &ev, 1, 2 * WAIT_MS);
+	t0 = now_ms() - t0;
+	check(!r && !tw && woke == 1 && t0 < WAIT_MS,
+	      "%s: fi_trywait says sleep, and epoll_wait on the CQ's fd wakes "
+	      "for the message sent %d ms later (post %zd, trywait %d, "
+	      "woke %d after %llu ms)", what, REUSE_LATER_MS, r, tw, woke,
+	      (unsigned long long)t0);
+	check(cq_take(n, buf, &cp, WAIT_MS) && !cp.err && !strcmp(buf, what),
+	      "%s: the message arrives (err %d, '%s')", what, cp.err, buf);
+}
+
+#define REUSE_FDS	1024
+
+static void reuse_client(struct proc *p)
+{
+	struct fi_cq_attr cqa = {
+		.format = FI_CQ_FORMAT_MSG,
+		.wait_obj = FI_WAIT_FD,
+	};
+	struct epoll_event ev = { .events = EPOLLIN };
+	bool *before = calloc(REUSE_FDS, sizeof(bool));
+	int ret, fd = -1, epfd = -1, first, second;
+	struct node n;
+
+	ret = before ? node_open(&n, p, &cqa) : -FI_ENOMEM;
+	if (!ret && !ctl_expect(p, CTL_READY, NULL, 10000))
+		ret = -FI_ETIMEDOUT;
+	if (!check(!ret, "client open (%d)", ret))
+		goto out;
+	socket_fds(before, REUSE_FDS);
+	ret = cli_connect(&n, NULL, 0, NULL);
+	first = new_socket_fd(before, REUSE_FDS);
+	if (!check(!ret && first >= 0, "first connection (%d, socket %d)",
+		   ret, first))
+		goto out;
+	ret = fi_control(&n.cq->fid, FI_GETWAIT, &fd);
+	epfd = epoll_create1(0);
+	ev.data.fd = fd;
+	if (!check(!ret && fd >= 0 && epfd >= 0 &&
+		   !epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev),
+		   "the CQ's fd (FI_GETWAIT %d) goes into an epoll set", ret))
+		goto out;
+	reuse_round(&n, p, epfd, "one");
+	node_close_ep(&n);
+	socket_fds(before, REUSE_FDS);
+	ret = cli_connect(&n, NULL, 0, NULL);
+	second = new_socket_fd(before, REUSE_FDS);
+	if (second < 0)	/* it took a number no socket had */
+		second = new_socket_fd(NULL, REUSE_FDS);
+	if (!check(!ret, "second connection (%d)", ret))
+		goto out;
+	diag("client: the second connection's socket is %d, the first's "
+	     "was %d", second, first);
+	reuse_round(&n, p, epfd, "two");
+	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
+out:
+	if (epfd >= 0)
+		close(epfd);
+	node_close(&n);
+	free(before);
+}
+
+static void reuse_server(struct proc *p)
+{
+	char one[] = "one", two[] = "two";
+	struct eq_ev req;
+	struct comp cp;
+	struct node n;
+	struct ctl m;
+	int round, ret;
+
+	if (!srv_setup(&n, p, NULL))
+		goto out;
+	for (round = 0; round < 2; round++) {
+		char *msg = round ? two : one;
+
+		if (round) {
+			node_close_ep(&n);
+			ret = srv_connreq(&n, &req, WAIT_MS);
+			if (!ret)
+				ret = srv_endpoint(&n, &req);
+			if (!ret)
+				ret = srv_accept(&n, NULL, 0);
+			if (!check(!ret, "second connection accepted (%d)",
+				   ret))
+				goto out;
+		}
+		if (!ctl_wait_serving(&n, &m, 2 * WAIT_MS) ||
+		    m.op != CTL_SEND_LATER)
+			goto out;
+		sleep_ms((int)m.v[0]);
+		ret = (int)POST_RETRY(&n, WAIT_MS, fi_send(n.ep, msg,
+			sizeof(one), NULL, 0, msg));
+		check(!ret && cq_take(&n, msg, &cp, WAIT_MS) && !cp.err,
+		      "'%s' sent (%d)", msg, ret);
+	}
+	ctl_wait_serving(&n, &m, 2 * WAIT_MS);
+out:
+	node_close(&n);
 }
 
 /* ---- one EQ for the passive endpoint and the endpoints it accepts, the
@@ -1447,6 +1609,8 @@ static const struct msg_case cases[] = {
 	  presock_server, false, false, 20 },
 	{ "endpoints with nothing to drive: accepted later, closed ones "
 	  "refuse work", idle_client, idle_server, false, false, 30 },
+	{ "FD wait across connections: a reused descriptor number",
+	  reuse_client, reuse_server, false, false, 30 },
 	{ "one EQ, endpoints connected one after another", order_client,
 	  order_server, false, false, 60 },
 	{ "close right after a Send", close_after_send_client,

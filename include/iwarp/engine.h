@@ -53,6 +53,13 @@ uint64_t iw_dev_random(struct iw_dev *dev);
 /* Monotonic milliseconds, the engine's clock for deadlines. */
 uint64_t iw_now_ms(void);
 /*
+ * close() that counts: every descriptor the engine or the provider
+ * closes goes through it, so an epoll set that saw the same count at its
+ * last update knows that no number it registered names another file now.
+ */
+int iw_fd_close(int fd);
+uint64_t iw_fd_close_count(void);
+/*
  * Memory for queues that are large and mostly untouched. Large blocks
  * are anonymous mappings of their own: malloc would write a chunk header
  * into a fresh page, a page fault (1-2 us in a VM) at every endpoint's

@@ -407,8 +407,9 @@ struct iwarp_wait {
 	int efd;
 	struct iwarp_pollable **bound;
 	int nbound, cap;
-	struct { int fd; short events; } *regs;
+	struct { int fd; short events; } *regs;	/* sorted by fd */
 	int nregs, regcap;
+	uint64_t closes;		/* iw_fd_close_count() at the last sync */
 	bool pending;			/* efd holds an unread signal */
 	bool handed;			/* FI_GETWAIT gave epfd out */
 	int sleepers;			/* threads in poll() on efd */

@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "iwarp/engine.h"
+
 #define IWARP_AV_MIN_CAP	16
 /* attr->count is only a hint: do not trust it with gigabytes */
 #define IWARP_AV_MAX_INIT_CAP	65536
@@ -782,17 +784,17 @@ static int iwarp_av_shm_create_fd(const char *name)
 			return -errno;
 		fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
 		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB)) {
-			close(fd);
+			iw_fd_close(fd);
 			return -FI_EBUSY;	/* a live creator */
 		}
 		if (fd >= 0)
-			close(fd);
+			iw_fd_close(fd);
 		shm_unlink(name);
 	}
 	if (fd < 0)
 		return -FI_EBUSY;
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		close(fd);
+		iw_fd_close(fd);
 		return -FI_EBUSY;
 	}
 	return fd;
@@ -850,7 +852,7 @@ static void iwarp_av_shm_close(struct iwarp_av *av)
 	if (av->shm_owner)
 		shm_unlink(av->shm_name);
 	if (av->shm_fd >= 0)
-		close(av->shm_fd);
+		iw_fd_close(av->shm_fd);
 	if (av->map)
 		munmap(av->map, av->cap * sizeof(fi_addr_t));
 	free(av->shm_name);

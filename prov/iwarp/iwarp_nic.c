@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "iwarp/engine.h"
+
 static const char *iwarp_sysfs_root(void)
 {
 	return iwarp_params.sysfs_root ? iwarp_params.sysfs_root : "/sys";
@@ -50,7 +52,7 @@ static bool iwarp_sysfs_read(const char *name, const char *attr, char *buf,
 	if (fd < 0)
 		return false;
 	n = read(fd, buf, size - 1);
-	close(fd);
+	iw_fd_close(fd);
 	if (n <= 0)
 		return false;
 	buf[n] = '\0';

@@ -574,9 +574,9 @@ int iwarp_wait_init(struct iwarp_wait *w, enum fi_wait_obj type)
 	return 0;
 
 err_close_efd:
-	close(w->efd);
+	iw_fd_close(w->efd);
 err_close_ep:
-	close(w->epfd);
+	iw_fd_close(w->epfd);
 	w->epfd = w->efd = -1;
 	return ret;
 }
@@ -584,9 +584,9 @@ err_close_ep:
 void iwarp_wait_fini(struct iwarp_wait *w)
 {
 	if (w->efd >= 0)
-		close(w->efd);
+		iw_fd_close(w->efd);
 	if (w->epfd >= 0)
-		close(w->epfd);
+		iw_fd_close(w->epfd);
 	free(w->bound);
 	free(w->regs);
 	w->bound = NULL;
@@ -690,40 +690,58 @@ static bool iwarp_wait_register(struct iwarp_wait *w, int fd, short events)
 	return !epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
-/* Collects what the bound pollables wait for now, merged per fd. */
+static int iwarp_pollfd_cmp(const void *a, const void *b)
+{
+	const struct pollfd *x = a, *y = b;
+
+	return (x->fd > y->fd) - (x->fd < y->fd);
+}
+
+/* Collects what the bound pollables wait for now: one entry per fd,
+ * events merged, sorted by fd. */
 static int iwarp_wait_wanted(struct iwarp_wait *w, struct pollfd *want)
 {
 	uint64_t deadline;
-	int i, j, n = 0;
+	int i, n = 0, m = 0;
 	short events;
 	int fd;
 
 	for (i = 0; i < w->nbound; i++) {
 		iwarp_sleep_info(w->bound[i], &fd, &events, &deadline);
-		if (fd < 0 || !events)
-			continue;
-		for (j = 0; j < n && want[j].fd != fd; j++)
-			;
-		if (j == n)
-			want[n++] = (struct pollfd){ .fd = fd };
-		want[j].events |= events;
+		if (fd >= 0 && events)
+			want[n++] = (struct pollfd){ .fd = fd, .events = events };
 	}
-	return n;
+	qsort(want, (size_t)n, sizeof(*want), iwarp_pollfd_cmp);
+	for (i = 0; i < n; i++) {
+		if (m && want[m - 1].fd == want[i].fd)
+			want[m - 1].events |= want[i].events;
+		else
+			want[m++] = want[i];
+	}
+	return m;
 }
 
 /*
  * Lock held. Makes the epoll set hold exactly the eventfd plus the fds
- * and events the bound pollables report now. Returns 0 or -FI_ENOMEM.
+ * and events the bound pollables report now. Both lists are sorted by
+ * fd, so one pass finds what left, what came and what changed. An fd
+ * kept with the same events costs no syscall, unless a descriptor was
+ * closed since the last sync: then its number may name a new file that
+ * the set does not hold, and every fd is registered again.
+ * Returns 0 or -FI_ENOMEM.
  */
 int iwarp_wait_sync(struct iwarp_wait *w)
 {
+	uint64_t closes = iw_fd_close_count();
 	struct pollfd *want;
-	int i, n, kept = 0;
+	int i = 0, j = 0, k = 0, n;
+	bool same, fresh;
 
 	if (w->set)
 		w = w->set;
 	if (w->type != FI_WAIT_FD)
 		return 0;
+	fresh = closes == w->closes;
 	want = calloc(w->nbound ? w->nbound : 1, sizeof(*want));
 	if (!want)
 		return -FI_ENOMEM;
@@ -738,22 +756,29 @@ int iwarp_wait_sync(struct iwarp_wait *w)
 		w->regs = nr;
 		w->regcap = n;
 	}
-	for (i = 0; i < w->nregs; i++) {
-		int j;
-
-		for (j = 0; j < n && want[j].fd != w->regs[i].fd; j++)
-			;
-		if (j == n)	/* ENOENT/EBADF: it left with its close() */
-			epoll_ctl(w->epfd, EPOLL_CTL_DEL, w->regs[i].fd, NULL);
-	}
-	for (i = 0; i < n; i++) {
-		if (!iwarp_wait_register(w, want[i].fd, want[i].events))
+	/* the kept entries are compacted into want (k <= j) */
+	while (i < w->nregs || j < n) {
+		if (j == n || (i < w->nregs && w->regs[i].fd < want[j].fd)) {
+			/* ENOENT/EBADF: it left with its close() */
+			epoll_ctl(w->epfd, EPOLL_CTL_DEL, w->regs[i++].fd,
+				  NULL);
 			continue;
-		w->regs[kept].fd = want[i].fd;
-		w->regs[kept].events = want[i].events;
-		kept++;
+		}
+		same = false;
+		if (i < w->nregs && w->regs[i].fd == want[j].fd) {
+			same = fresh && w->regs[i].events == want[j].events;
+			i++;
+		}
+		if (same || iwarp_wait_register(w, want[j].fd, want[j].events))
+			want[k++] = want[j];
+		j++;
 	}
-	w->nregs = kept;
+	for (i = 0; i < k; i++) {
+		w->regs[i].fd = want[i].fd;
+		w->regs[i].events = want[i].events;
+	}
+	w->nregs = k;
+	w->closes = closes;
 	free(want);
 	return 0;
 }

@@ -26,6 +26,8 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "iwarp/engine.h"
+
 /* events taken from the set per fast turn; the rest stay ready */
 #define IWARP_READY_BATCH 64
 
@@ -238,7 +240,7 @@ void iwarp_ready_run(struct iwarp_fabric *fab)
 void iwarp_ready_fini(struct iwarp_fabric *fab)
 {
 	if (fab->ready_fd >= 0)
-		close(fab->ready_fd);
+		iw_fd_close(fab->ready_fd);
 	fab->ready_fd = -1;
 	free(fab->ready_map);
 	free(fab->runq);

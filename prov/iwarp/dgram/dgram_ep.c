@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "iwarp/engine.h"
+
 /* ---- the socket */
 
 static int iwarp_dgram_errno(int err)
@@ -52,7 +54,7 @@ static int iwarp_dgram_socket(union iwarp_sockaddr *name)
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 	if (bind(fd, &name->sa, len) || getsockname(fd, &name->sa, &len)) {
 		ret = iwarp_dgram_errno(errno);
-		close(fd);
+		iw_fd_close(fd);
 		return ret;
 	}
 	return fd;
@@ -178,7 +180,7 @@ static int iwarp_dgram_setname(fid_t fid, void *addr, size_t addrlen)
 	iwarp_lock(ep->base.fab);
 	fd = ep->base.enabled ? -FI_EBUSY : iwarp_dgram_socket(&name);
 	if (fd >= 0) {
-		close(ep->fd);
+		iw_fd_close(ep->fd);
 		ep->fd = fd;
 		ep->name = name;
 	}
@@ -276,7 +278,7 @@ static void iwarp_dgram_log_stats(const struct iwarp_dgram_ep *ep)
 static void iwarp_dgram_free(struct iwarp_dgram_ep *ep)
 {
 	if (ep->fd >= 0)
-		close(ep->fd);
+		iw_fd_close(ep->fd);
 	free(ep->rx_pool);
 	free(ep->bounce);
 	free(ep);

@@ -294,9 +294,9 @@ static void shm_unlink_mine(struct shm_conn *c)
 static void shm_bells_close(struct shm_conn *c)
 {
 	if (c->bell_in >= 0)
-		close(c->bell_in);
+		iw_fd_close(c->bell_in);
 	if (c->bell_out >= 0)
-		close(c->bell_out);
+		iw_fd_close(c->bell_out);
 	c->bell_in = c->bell_out = -1;
 	c->bell_taken = c->armed = false;
 }
@@ -336,7 +336,7 @@ static bool shm_seg_create(struct shm_conn *c)
 				    MAP_SHARED, fd, 0);
 	if (!ret && m == MAP_FAILED)
 		ret = errno;
-	close(fd);
+	iw_fd_close(fd);
 	if (ret) {
 		shm_unlink(c->my_seg);
 		goto fail;
@@ -384,11 +384,11 @@ static bool shm_seg_open(struct shm_conn *c, const char *name)
 		return false;
 	if (fstat(fd, &st) || st.st_uid != geteuid() ||
 	    (size_t)st.st_size != SHM_SEG_SIZE) {
-		close(fd);
+		iw_fd_close(fd);
 		return false;
 	}
 	s = mmap(NULL, SHM_SEG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
+	iw_fd_close(fd);
 	shm_unlink(name);
 	if (s == MAP_FAILED)
 		return false;
@@ -421,7 +421,7 @@ static void shm_identity(struct shm_ep *se)
 		n = read(fd, se->me.boot, sizeof(se->me.boot) - 1);
 		if (n < 0)
 			se->me.boot[0] = 0;
-		close(fd);
+		iw_fd_close(fd);
 	}
 	if (!stat("/proc/self/ns/net", &st))
 		se->me.netns = st.st_ino;
@@ -1471,7 +1471,7 @@ static int shm_bell_take(struct shm_conn *c, uint32_t pid, uint32_t fd)
 	if (pfd < 0)
 		return -1;
 	bell = pidfd_getfd(pfd, (int)fd, 0);
-	close(pfd);
+	iw_fd_close(pfd);
 	if (bell < 0)
 		return -1;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", bell);
@@ -1480,7 +1480,7 @@ static int shm_bell_take(struct shm_conn *c, uint32_t pid, uint32_t fd)
 		FI_WARN(&iwarp_prov, FI_LOG_EP_CTRL,
 			"RDM peer %s: its doorbell is no eventfd: none\n",
 			c->name);
-		close(bell);
+		iw_fd_close(bell);
 		return -1;
 	}
 	return bell;
