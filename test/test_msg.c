@@ -344,6 +344,21 @@ out:
 	node_close(&n);
 }
 
+/* Server: closes the current endpoint, then accepts the next request. */
+static int srv_next(struct node *n)
+{
+	struct eq_ev req;
+	int ret;
+
+	node_close_ep(n);
+	ret = srv_connreq(n, &req, WAIT_MS);
+	if (!ret)
+		ret = srv_endpoint(n, &req);
+	if (!ret)
+		ret = srv_accept(n, NULL, 0);
+	return ret;
+}
+
 /* ---- fi_shutdown from either side */
 
 /* Waits for FI_SHUTDOWN of the current endpoint. */
@@ -382,7 +397,6 @@ out:
 
 static void shutdown_server(struct proc *p)
 {
-	struct eq_ev req;
 	struct node n;
 	struct ctl m;
 	int ret;
@@ -391,12 +405,7 @@ static void shutdown_server(struct proc *p)
 		goto out;
 	expect_shutdown(&n, "client");
 	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
-	node_close_ep(&n);
-	ret = srv_connreq(&n, &req, WAIT_MS);
-	if (!ret)
-		ret = srv_endpoint(&n, &req);
-	if (!ret)
-		ret = srv_accept(&n, NULL, 0);
+	ret = srv_next(&n);
 	if (!check(!ret, "second connection (%d)", ret))
 		goto out;
 	ret = fi_shutdown(n.ep, 0);
@@ -578,37 +587,33 @@ out:
 
 #define REUSE_LATER_MS	100
 
+static bool is_socket_fd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	return n > 7 && !strncmp(link, "socket:", 7);
+}
+
 /* The lowest socket descriptor not in `old` (-1: none). */
 static int new_socket_fd(const bool *old, int max)
 {
-	char path[64], link[64];
 	int fd;
 
-	for (fd = 0; fd < max; fd++) {
-		ssize_t n;
-
-		if (old && old[fd])
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		n = readlink(path, link, sizeof(link) - 1);
-		if (n > 7 && !strncmp(link, "socket:", 7))
+	for (fd = 0; fd < max; fd++)
+		if (!(old && old[fd]) && is_socket_fd(fd))
 			return fd;
-	}
 	return -1;
 }
 
 static void socket_fds(bool *out, int max)
 {
-	char path[64], link[64];
 	int fd;
 
-	for (fd = 0; fd < max; fd++) {
-		ssize_t n;
-
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		n = readlink(path, link, sizeof(link) - 1);
-		out[fd] = n > 7 && !strncmp(link, "socket:", 7);
-	}
+	for (fd = 0; fd < max; fd++)
+		out[fd] = is_socket_fd(fd);
 }
 
 /* The server sends `what` REUSE_LATER_MS from now; we sleep in
@@ -694,7 +699,6 @@ out:
 static void reuse_server(struct proc *p)
 {
 	char one[] = "one", two[] = "two";
-	struct eq_ev req;
 	struct comp cp;
 	struct node n;
 	struct ctl m;
@@ -706,12 +710,7 @@ static void reuse_server(struct proc *p)
 		char *msg = round ? two : one;
 
 		if (round) {
-			node_close_ep(&n);
-			ret = srv_connreq(&n, &req, WAIT_MS);
-			if (!ret)
-				ret = srv_endpoint(&n, &req);
-			if (!ret)
-				ret = srv_accept(&n, NULL, 0);
+			ret = srv_next(&n);
 			if (!check(!ret, "second connection accepted (%d)",
 				   ret))
 				goto out;
