@@ -32,6 +32,17 @@ static inline double tap_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* What /proc/self/fd/NAME links to ("" if unreadable). */
+static inline void tap_fd_link(const char *name, char *buf, size_t size)
+{
+	char path[sizeof("/proc/self/fd/") + 256];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%s", name);
+	n = readlink(path, buf, size - 1);
+	buf[n > 0 ? n : 0] = 0;
+}
+
 /* Descriptors this process holds open, or -1. */
 static inline int tap_fd_count(void)
 {

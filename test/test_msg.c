@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <dirent.h>
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/wait.h>
@@ -589,12 +588,11 @@ out:
 
 static bool is_socket_fd(int fd)
 {
-	char path[64], link[64];
-	ssize_t n;
+	char name[16], link[64];
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	return n > 7 && !strncmp(link, "socket:", 7);
+	snprintf(name, sizeof(name), "%d", fd);
+	tap_fd_link(name, link, sizeof(link));
+	return !strncmp(link, "socket:", 7);
 }
 
 /* The lowest socket descriptor not in `old` (-1: none). */

@@ -75,16 +75,6 @@ static double rss_kib(void)
 }
 
 /* What /proc/self/fd/NAME links to; "" if nothing. */
-static void fd_link(const char *name, char *buf, size_t size)
-{
-	char path[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%s", name);
-	n = readlink(path, buf, size - 1);
-	buf[n > 0 ? n : 0] = 0;
-}
-
 /* The most sockets that one epoll set of this process holds (its
  * fdinfo lists a "tfd:" line per registered descriptor). */
 static int epoll_sockets(void)
@@ -98,7 +88,7 @@ static int epoll_sockets(void)
 		FILE *f;
 		int n = 0, fd;
 
-		fd_link(e->d_name, link, sizeof(link));
+		tap_fd_link(e->d_name, link, sizeof(link));
 		if (strcmp(link, "anon_inode:[eventpoll]"))
 			continue;
 		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s",
@@ -108,7 +98,7 @@ static int epoll_sockets(void)
 			if (sscanf(line, "tfd: %d", &fd) != 1)
 				continue;
 			snprintf(tfd, sizeof(tfd), "%d", fd);
-			fd_link(tfd, link, sizeof(link));
+			tap_fd_link(tfd, link, sizeof(link));
 			n += !strncmp(link, "socket:", 7);
 		}
 		if (f)
