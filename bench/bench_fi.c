@@ -37,7 +37,7 @@
 static const char *prov = "iwarp", *mode = "lat", *dom_name;
 static enum fi_ep_type ep_type = FI_EP_MSG;
 static size_t sizes[BENCH_MAX_SIZES], max_size = 64;
-static int nsizes, server, conn_count = CONN_COUNT;
+static int nsizes, server, conn_count;	/* 0: not a conn mode */
 static double budget_ms = 300;
 
 static struct fi_info *info;
