@@ -18,6 +18,8 @@
  * - messages posted back to back arrive intact and in order; over TCP
  *   the first four leave at once and those behind them leave together,
  *   at the next progress call or once 256 KiB wait (TCP segments counted);
+ * - a Write with FI_DELIVERY_COMPLETE and the Read behind it leave in
+ *   one segment, and complete with the data in place;
  * - rendezvous messages of several Read chunks land intact in receives
  *   of three buffers, three at once, and one into a short buffer is cut
  *   there (FI_ETRUNC) with nothing written past it;
@@ -40,6 +42,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
 #include "tap.h"
@@ -63,11 +66,13 @@ struct rep {
 	struct sockaddr_in name;
 };
 
-static int rep_open(struct rep *r, int port)
+/* An endpoint of dom (opened from fi0) with its CQ and AV. */
+static int rep_open_in(struct rep *r, const struct fi_info *fi0,
+		       struct fid_domain *dom, int port)
 {
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fi_info *fi = fi_dupinfo(info);
+	struct fi_info *fi = fi_dupinfo(fi0);
 	size_t len = sizeof(r->name);
 	int ret;
 
@@ -78,11 +83,11 @@ static int rep_open(struct rep *r, int port)
 
 		sin->sin_port = htons(port);
 	}
-	ret = fi_endpoint(domain, fi, &r->ep, NULL);
+	ret = fi_endpoint(dom, fi, &r->ep, NULL);
 	if (!ret)
-		ret = fi_cq_open(domain, &cq_attr, &r->cq, NULL);
+		ret = fi_cq_open(dom, &cq_attr, &r->cq, NULL);
 	if (!ret)
-		ret = fi_av_open(domain, &av_attr, &r->av, NULL);
+		ret = fi_av_open(dom, &av_attr, &r->av, NULL);
 	if (!ret)
 		ret = fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV);
 	if (!ret)
@@ -95,6 +100,11 @@ static int rep_open(struct rep *r, int port)
 		ret = fi_getname(&r->ep->fid, &r->name, &len);
 	fi_freeinfo(fi);
 	return ret;
+}
+
+static int rep_open(struct rep *r, int port)
+{
+	return rep_open_in(r, info, domain, port);
 }
 
 static void rep_close(struct rep *r)
@@ -669,6 +679,91 @@ out:
 }
 
 /*
+ * fi_write with FI_DELIVERY_COMPLETE over TCP is a Write and the
+ * zero-length Read whose answer tells its delivery: both leave in one
+ * segment (a put and its flush in MPI's one-sided btl ofi path; they
+ * were two sendmsg calls, two segments). The data lands, and the
+ * completion comes once the Read Response is back.
+ */
+static void test_write_delivery(void)
+{
+	enum { LEN = 64, N = 8 };
+	static uint8_t src[LEN], dst[N * LEN];
+	struct fi_info *hints = fi_allocinfo(), *ri = NULL;
+	struct fid_domain *rd = NULL;
+	struct fid_mr *mr = NULL;
+	struct rep a = { 0 }, b = { 0 };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t b_at_a;
+	uint64_t base = 0;
+	int i, fd, one = 0, done = 0, intact = 0, most = 0;
+
+	if (!hints)
+		return;
+	hints->fabric_attr->prov_name = strdup("iwarp");
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_TAGGED | FI_RMA;
+	hints->addr_format = FI_SOCKADDR_IN;
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				      FI_MR_PROV_KEY;
+	if (!tap_ok(!fi_getinfo(TEST_API, NULL, NULL, 0, hints, &ri) &&
+		    !fi_domain(fabric, ri, &rd, NULL) &&
+		    !fi_mr_reg(rd, dst, sizeof(dst), FI_REMOTE_WRITE, 0, 0, 0,
+			       &mr, NULL) &&
+		    !rep_open_in(&a, ri, rd, 0) && !rep_open_in(&b, ri, rd, 0),
+		    "write delivery: RMA endpoints and a registered target"))
+		goto out;
+	fi_av_insert(a.av, &b.name, 1, &b_at_a, 0, NULL);
+	tap_ok(rep_warm(&a, &b, b_at_a),
+	       "write delivery: a first message goes through");
+	fd = shm_run() ? -1 : sock_to(&b.name);
+	if (ri->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
+		base = (uint64_t)(uintptr_t)dst;
+	for (i = 0; i < N; i++) {
+		struct iovec iov = { src, LEN };
+		struct fi_rma_iov rma = { base + (uint64_t)i * LEN, LEN,
+					  fi_mr_key(mr) };
+		struct fi_msg_rma m = {
+			.msg_iov = &iov, .iov_count = 1, .addr = b_at_a,
+			.rma_iov = &rma, .rma_iov_count = 1, .context = &dst[i],
+		};
+		unsigned int s0 = segs_out(fd), at_post;
+
+		memset(src, 0xa0 + i, LEN);
+		if (fi_writemsg(a.ep, &m, FI_DELIVERY_COMPLETE |
+				FI_COMPLETION))
+			continue;
+		at_post = segs_out(fd) - s0;
+		one += at_post == 1;
+		most = at_post > (unsigned int)most ? (int)at_post : most;
+		if (reap(&a, &b, 5, &e, NULL, &err) == 1 &&
+		    e.op_context == &dst[i] && (e.flags & FI_WRITE)) {
+			done++;
+			intact += !memcmp(dst + i * LEN, src, LEN);
+		}
+	}
+	tap_ok(done == N && intact == N, "write delivery: %d Writes with "
+	       "FI_DELIVERY_COMPLETE complete with their data in place "
+	       "(%d completed, %d intact)", N, done, intact);
+	if (fd >= 0)
+		tap_ok(one == N, "write delivery: each Write and its Read "
+		       "leave in one segment (%d of %d did, most %d)", one, N,
+		       most);
+	else
+		tap_skip_n(1, "write delivery: shared memory carries this run");
+out:
+	rep_close(&a);
+	rep_close(&b);
+	if (mr)
+		fi_close(&mr->fid);
+	if (rd)
+		fi_close(&rd->fid);
+	fi_freeinfo(ri);
+	fi_freeinfo(hints);
+}
+
+/*
  * Rendezvous messages larger than a Read chunk (512 KiB over TCP) into
  * receives of three buffers whose edges fall inside chunks, three
  * messages at once (more chunks than the 2 MiB window lets out at once),
@@ -859,6 +954,7 @@ int main(void)
 	test_late_insert();
 	test_errors_keep_context();
 	test_burst();
+	test_write_delivery();
 	test_chunks();
 	test_iov_max();
 	test_restart();

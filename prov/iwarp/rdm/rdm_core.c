@@ -401,6 +401,8 @@ static int iwarp_rdm_post_rdma(struct iwarp_rdm_peer *peer,
 
 	if (!tx->step && (tx->op_flags & FI_FENCE))
 		flags |= IWARP_RDM_X_FENCE;
+	if (op == IWARP_RDM_X_WRITE && (tx->wdata || tx->fence))
+		flags |= IWARP_RDM_X_MORE;
 	ret = iwarp_rdm_wr_begin(peer, tx);
 	if (ret)
 		return ret;

@@ -371,6 +371,10 @@ static int rdm_iw_post_rdma(struct iwarp_rdm_xconn *c, void *ctx,
 	rdm_iw_sgl(&wr, sge, iov, count, true);
 	if (flags & IWARP_RDM_X_FENCE)
 		wr.flags |= IW_WR_FENCE;
+	/* one sendmsg for a Write and what tells its delivery; if that
+	 * post must wait, the next progress pass sends the Write */
+	if (flags & IWARP_RDM_X_MORE)
+		wr.flags |= IW_WR_MORE;
 	return rdm_iw_post(c, &wr);
 }
 

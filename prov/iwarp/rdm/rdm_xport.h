@@ -36,6 +36,9 @@ enum iwarp_rdm_xop {
  * message it offered, which a transport that can read the peer's memory
  * may copy itself */
 #define IWARP_RDM_X_PEER_VA 2
+/* the caller posts more to the peer at once (a Write's WDATA or fence
+ * Read): a transport may hold this back to send them together */
+#define IWARP_RDM_X_MORE 4
 
 /* An RFC 7306 Atomic Request: FetchAdd or masked CmpSwap of 64 bits. */
 struct iwarp_rdm_xatomic {
