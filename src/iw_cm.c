@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +267,17 @@ static int iw_cm_tcp_connect(struct iw_qp *qp)
 	return 0;
 }
 
+static int iw_cm_send_request(struct iw_qp *qp);
+
+/* Whether a connect() in progress on fd is through (writable, no error);
+ * on loopback it is by the time connect() returns. */
+static bool iw_cm_established(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLOUT };
+
+	return poll(&pf, 1, 0) == 1 && pf.revents == POLLOUT;
+}
+
 int iw_qp_connect(struct iw_qp *qp, const struct sockaddr *dst,
 		  socklen_t len, const struct iw_conn_param *param)
 {
@@ -289,7 +301,14 @@ int iw_qp_connect(struct iw_qp *qp, const struct sockaddr *dst,
 	}
 	qp->param.src = NULL;
 	qp->initiator = true;
-	return iw_cm_tcp_connect(qp);
+	ret = iw_cm_tcp_connect(qp);
+	/* the Request leaves now, not a progress turn later; a connect
+	 * still under way, or failed, is progress's, and so is a send the
+	 * peer refused (its reset ends the wait for the Reply): errors go
+	 * up as events from there, never from inside this call */
+	if (!ret && iw_cm_established(qp->fd) && !iw_cm_send_request(qp))
+		(void)iw_tx_pump(qp);
+	return ret;
 }
 
 static int iw_cm_send_request(struct iw_qp *qp)

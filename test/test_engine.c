@@ -2970,6 +2970,44 @@ static void test_listener_wakes(void)
 }
 
 /*
+ * A connect whose TCP handshake is over when connect() returns (as on
+ * loopback) sends the MPA Request from inside iw_qp_connect: it waits in
+ * the peer's receive queue before any progress call (it used to leave
+ * on the first progress turn that saw the socket connected).
+ */
+static void test_request_at_connect(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+	struct eu_pair_cfg cfg;
+	struct eu_qp q = { 0 };
+	uint8_t buf[64];
+	ssize_t n = -1;
+	int l = socket(AF_INET, SOCK_STREAM, 0), c = -1;
+	bool ok;
+
+	cfg_default(&cfg);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ok = l >= 0 && !bind(l, (struct sockaddr *)&sin, sizeof(sin)) &&
+	     !listen(l, 1) && !getsockname(l, (struct sockaddr *)&sin, &sl) &&
+	     !eu_qp_create(&q, env.pd, "init", NULL) &&
+	     !iw_qp_connect(q.qp, (struct sockaddr *)&sin, sizeof(sin),
+			    &cfg.init);
+	c = ok ? accept(l, NULL, NULL) : -1;
+	if (c >= 0)
+		n = recv(c, buf, sizeof(buf), MSG_DONTWAIT);
+	report(n >= 20 && !memcmp(buf, "MPA ID Req Frame", 16),
+	       "connect: the MPA Request is on its way when iw_qp_connect "
+	       "returns, before any progress call (%zd octets)", n);
+	if (c >= 0)
+		close(c);
+	if (l >= 0)
+		close(l);
+	if (q.qp)
+		eu_qp_destroy(&q);
+}
+
+/*
  * What a long message costs in syscalls: the sender hands many FPDUs to
  * one sendmsg, the receiver reads each payload together with the next
  * header. Counted, not timed.
@@ -3734,6 +3772,7 @@ int main(int argc, char **argv)
 	timed("small recv calls", test_small_recv_calls);
 	timed("socket waits", test_socket_waits);
 	timed("Send and Read in one segment", test_tx_more);
+	timed("Request sent at connect", test_request_at_connect);
 	timed("whole messages joined in one sendmsg", test_tx_join);
 	timed("small FPDUs in one iovec", test_tx_flat);
 	timed("bad requests", test_bad_requests);
