@@ -20,6 +20,8 @@
  *   at the next progress call or once 256 KiB wait (TCP segments counted);
  * - a Write with FI_DELIVERY_COMPLETE and the Read behind it leave in
  *   one segment, and complete with the data in place;
+ * - with FI_PROGRESS_AUTO a message lands while the application makes
+ *   no call;
  * - rendezvous messages of several Read chunks land intact in receives
  *   of three buffers, three at once, and one into a short buffer is cut
  *   there (FI_ETRUNC) with nothing written past it;
@@ -36,6 +38,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -764,6 +767,66 @@ out:
 }
 
 /*
+ * FI_PROGRESS_AUTO: a domain opened with it drives its endpoints while
+ * the application makes no call. A receive is posted on b, a sends to b
+ * (a first message: the connection is set up too), and this thread only
+ * watches b's buffer: it fills, and both completions are then there.
+ */
+static void test_auto_progress(void)
+{
+	static char out[3000], in[3000];
+	struct fi_info *hints = fi_allocinfo(), *ri = NULL;
+	struct fid_domain *rd = NULL;
+	struct rep a = { 0 }, b = { 0 };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t b_at_a;
+	double end;
+	bool filled = false;
+
+	if (!hints)
+		return;
+	hints->fabric_attr->prov_name = strdup("iwarp");
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_TAGGED;
+	hints->addr_format = FI_SOCKADDR_IN;
+	hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	hints->domain_attr->control_progress = FI_PROGRESS_AUTO;
+	if (!tap_ok(!fi_getinfo(TEST_API, NULL, NULL, 0, hints, &ri) &&
+		    ri->domain_attr->data_progress == FI_PROGRESS_AUTO &&
+		    ri->domain_attr->control_progress == FI_PROGRESS_AUTO &&
+		    !fi_domain(fabric, ri, &rd, NULL) &&
+		    !rep_open_in(&a, ri, rd, 0) && !rep_open_in(&b, ri, rd, 0),
+		    "auto progress: fi_getinfo offers FI_PROGRESS_AUTO, a "
+		    "domain and two endpoints open with it"))
+		goto out;
+	fi_av_insert(a.av, &b.name, 1, &b_at_a, 0, NULL);
+	memset(out, 'p', sizeof(out));
+	memset(in, 0, sizeof(in));
+	if (!tap_ok(!fi_trecv(b.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 9, 0,
+			      in) &&
+		    !fi_tsend(a.ep, out, sizeof(out), NULL, b_at_a, 9, out),
+		    "auto progress: a receive and a send posted"))
+		goto out;
+	end = tap_now() + 5;
+	while (!(filled = !memcmp(in, out, sizeof(in))) && tap_now() < end)
+		usleep(1000);
+	tap_ok(filled, "auto progress: the message lands while the "
+	       "application makes no call");
+	tap_ok(reap(&b, NULL, 0.5, &e, NULL, &err) == 1 && e.op_context == in &&
+	       e.len == sizeof(in) && reap(&a, NULL, 0.5, &e, NULL, &err) == 1 &&
+	       e.op_context == out, "auto progress: both completions are "
+	       "there");
+out:
+	rep_close(&a);
+	rep_close(&b);
+	if (rd)
+		fi_close(&rd->fid);
+	fi_freeinfo(ri);
+	fi_freeinfo(hints);
+}
+
+/*
  * Rendezvous messages larger than a Read chunk (512 KiB over TCP) into
  * receives of three buffers whose edges fall inside chunks, three
  * messages at once (more chunks than the 2 MiB window lets out at once),
@@ -955,6 +1018,7 @@ int main(void)
 	test_errors_keep_context();
 	test_burst();
 	test_write_delivery();
+	test_auto_progress();
 	test_chunks();
 	test_iov_max();
 	test_restart();

@@ -620,6 +620,7 @@ struct iwarp_domain {
 	struct iw_pd *pd;
 	uint64_t mr_mode;		/* as negotiated in fi_getinfo */
 	enum fi_threading threading;
+	bool async;			/* FI_PROGRESS_AUTO: holds the thread */
 	atomic_int ref;			/* CQs, counters, endpoints, MRs */
 };
 

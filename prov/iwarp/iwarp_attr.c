@@ -494,7 +494,8 @@ static const struct iwarp_limit iwarp_domain_limits[] = {
 /*
  * 2.x adds FI_PROGRESS_CONTROL_UNIFIED: manual progress, with the
  * application serializing control and data calls. We lock anyway, so
- * it is met and the reply keeps FI_PROGRESS_MANUAL.
+ * it is met and the reply keeps FI_PROGRESS_MANUAL. FI_PROGRESS_AUTO is
+ * the fabric's progress thread, taken by a domain opened with it.
  */
 static bool iwarp_progress_ok(enum fi_progress progress, uint32_t version)
 {
@@ -503,7 +504,7 @@ static bool iwarp_progress_ok(enum fi_progress progress, uint32_t version)
 		return true;
 #endif
 	return progress == FI_PROGRESS_UNSPEC ||
-	       progress == FI_PROGRESS_MANUAL;
+	       progress == FI_PROGRESS_MANUAL || progress == FI_PROGRESS_AUTO;
 }
 
 static bool iwarp_domain_modes_ok(const struct fi_domain_attr *h,
@@ -513,8 +514,8 @@ static bool iwarp_domain_modes_ok(const struct fi_domain_attr *h,
 		return iwarp_reject("unknown threading %d\n", h->threading);
 	if (!iwarp_progress_ok(h->control_progress, version) ||
 	    !iwarp_progress_ok(h->data_progress, version))
-		return iwarp_reject("only FI_PROGRESS_MANUAL: there is no "
-				    "progress thread\n");
+		return iwarp_reject("unknown progress %d/%d\n",
+				    h->control_progress, h->data_progress);
 	/* both are met: we never overrun a peer, and a caller asking
 	 * for less is not hurt by it */
 	if (h->resource_mgmt > FI_RM_ENABLED)
@@ -746,6 +747,10 @@ static void iwarp_narrow_domain(struct fi_domain_attr *d,
 		d->threading = h->threading;
 	if (h->resource_mgmt != FI_RM_UNSPEC)
 		d->resource_mgmt = h->resource_mgmt;
+	if (h->control_progress == FI_PROGRESS_AUTO)
+		d->control_progress = FI_PROGRESS_AUTO;
+	if (h->data_progress == FI_PROGRESS_AUTO)
+		d->data_progress = FI_PROGRESS_AUTO;
 	/* MSG endpoints use no AV, but echo the type the app will open */
 	if (h->av_type != FI_AV_UNSPEC)
 		d->av_type = h->av_type;

@@ -19,6 +19,8 @@ static int iwarp_domain_close(struct fid *fid)
 
 	if (atomic_load(&dom->ref))
 		return -FI_EBUSY;
+	if (dom->async)
+		iwarp_async_put(dom->fabric);
 	iw_pd_free(dom->pd);
 	iw_dev_close(dom->dev);
 	atomic_fetch_sub(&dom->fabric->ref, 1);
@@ -158,6 +160,20 @@ int iwarp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	dom->threading = info->domain_attr ? info->domain_attr->threading :
 					     FI_THREAD_SAFE;
 	atomic_init(&dom->ref, 0);
+	/* automatic progress: the fabric's thread drives what the
+	 * application leaves alone (iwarp_async_main) */
+	if (info->domain_attr &&
+	    (info->domain_attr->data_progress == FI_PROGRESS_AUTO ||
+	     info->domain_attr->control_progress == FI_PROGRESS_AUTO)) {
+		ret = iwarp_async_get(fab, dom->iface.name);
+		if (ret) {
+			iw_pd_free(dom->pd);
+			iw_dev_close(dom->dev);
+			free(dom);
+			return ret;
+		}
+		dom->async = true;
+	}
 	atomic_fetch_add(&fab->ref, 1);
 	dom->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
 	dom->domain_fid.fid.context = context;
