@@ -110,6 +110,21 @@ static int rep_open(struct rep *r, int port)
 	return rep_open_in(r, info, domain, port);
 }
 
+/* Hints for iwarp's RDM endpoints with caps, over IPv4; NULL if out of
+ * memory. */
+static struct fi_info *rdm_hints(uint64_t caps)
+{
+	struct fi_info *hints = fi_allocinfo();
+
+	if (!hints)
+		return NULL;
+	hints->fabric_attr->prov_name = strdup("iwarp");
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = caps;
+	hints->addr_format = FI_SOCKADDR_IN;
+	return hints;
+}
+
 static void rep_close(struct rep *r)
 {
 	if (r->ep)
@@ -692,7 +707,7 @@ static void test_write_delivery(void)
 {
 	enum { LEN = 64, N = 8 };
 	static uint8_t src[LEN], dst[N * LEN];
-	struct fi_info *hints = fi_allocinfo(), *ri = NULL;
+	struct fi_info *hints = rdm_hints(FI_TAGGED | FI_RMA), *ri = NULL;
 	struct fid_domain *rd = NULL;
 	struct fid_mr *mr = NULL;
 	struct rep a = { 0 }, b = { 0 };
@@ -704,10 +719,6 @@ static void test_write_delivery(void)
 
 	if (!hints)
 		return;
-	hints->fabric_attr->prov_name = strdup("iwarp");
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED | FI_RMA;
-	hints->addr_format = FI_SOCKADDR_IN;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY;
 	if (!tap_ok(!fi_getinfo(TEST_API, NULL, NULL, 0, hints, &ri) &&
@@ -775,7 +786,7 @@ out:
 static void test_auto_progress(void)
 {
 	static char out[3000], in[3000];
-	struct fi_info *hints = fi_allocinfo(), *ri = NULL;
+	struct fi_info *hints = rdm_hints(FI_TAGGED), *ri = NULL;
 	struct fid_domain *rd = NULL;
 	struct rep a = { 0 }, b = { 0 };
 	struct fi_cq_tagged_entry e;
@@ -786,10 +797,6 @@ static void test_auto_progress(void)
 
 	if (!hints)
 		return;
-	hints->fabric_attr->prov_name = strdup("iwarp");
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED;
-	hints->addr_format = FI_SOCKADDR_IN;
 	hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
 	hints->domain_attr->control_progress = FI_PROGRESS_AUTO;
 	if (!tap_ok(!fi_getinfo(TEST_API, NULL, NULL, 0, hints, &ri) &&
@@ -993,15 +1000,13 @@ out:
 
 int main(void)
 {
-	struct fi_info *hints = fi_allocinfo();
+	struct fi_info *hints;
 	int ret;
 
 	setenv("FI_IWARP_IFACE", "lo", 1);
-	hints->fabric_attr->prov_name = strdup("iwarp");
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV;
-	hints->addr_format = FI_SOCKADDR_IN;
-	ret = fi_getinfo(TEST_API, NULL, NULL, 0, hints, &info);
+	hints = rdm_hints(FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV);
+	ret = hints ? fi_getinfo(TEST_API, NULL, NULL, 0, hints, &info) :
+		      -FI_ENOMEM;
 	fi_freeinfo(hints);
 	if (!tap_ok(!ret, "fi_getinfo FI_EP_RDM (%d)", ret))
 		return tap_done();

@@ -140,21 +140,15 @@ int iwarp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	if (!dom)
 		return -FI_ENOMEM;
 	ret = iwarp_domain_iface(fab, info, &dom->iface);
-	if (ret) {
-		free(dom);
-		return ret;
-	}
-	if (iw_dev_open(&dom->dev)) {
-		free(dom);
-		return -FI_ENOMEM;
-	}
+	if (ret)
+		goto free_dom;
+	ret = -FI_ENOMEM;
+	if (iw_dev_open(&dom->dev))
+		goto free_dom;
 	iw_dev_set_log(dom->dev, iwarp_engine_log, NULL);
 	iw_dev_set_log_max(dom->dev, iwarp_engine_log_max());
-	if (iw_pd_alloc(dom->dev, &dom->pd)) {
-		iw_dev_close(dom->dev);
-		free(dom);
-		return -FI_ENOMEM;
-	}
+	if (iw_pd_alloc(dom->dev, &dom->pd))
+		goto close_dev;
 	dom->fabric = fab;
 	dom->mr_mode = info->domain_attr ? info->domain_attr->mr_mode : 0;
 	dom->threading = info->domain_attr ? info->domain_attr->threading :
@@ -166,12 +160,8 @@ int iwarp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	    (info->domain_attr->data_progress == FI_PROGRESS_AUTO ||
 	     info->domain_attr->control_progress == FI_PROGRESS_AUTO)) {
 		ret = iwarp_async_get(fab, dom->iface.name);
-		if (ret) {
-			iw_pd_free(dom->pd);
-			iw_dev_close(dom->dev);
-			free(dom);
-			return ret;
-		}
+		if (ret)
+			goto free_pd;
 		dom->async = true;
 	}
 	atomic_fetch_add(&fab->ref, 1);
@@ -184,4 +174,12 @@ int iwarp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	FI_INFO(&iwarp_prov, FI_LOG_DOMAIN, "opened domain %s in fabric %s\n",
 		dom->iface.name, fab->name);
 	return 0;
+
+free_pd:
+	iw_pd_free(dom->pd);
+close_dev:
+	iw_dev_close(dom->dev);
+free_dom:
+	free(dom);
+	return ret;
 }
