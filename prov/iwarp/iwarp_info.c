@@ -404,6 +404,21 @@ static int iwarp_getinfo_type(uint32_t version, enum fi_ep_type type,
 	return 0;
 }
 
+/*
+ * ofi_rxm sends a message of fewer entries than the core's tx iov_limit
+ * straight from the caller's iov, with its header in front, through an
+ * array of its own limit (4): more than 4 overflows its stack. Offer a
+ * utility provider 4, as libfabric tcp does.
+ */
+#define IWARP_UTIL_IOV_LIMIT 4
+
+static void iwarp_util_limits(struct fi_info *list)
+{
+	for (; list; list = list->next)
+		if (list->tx_attr->iov_limit > IWARP_UTIL_IOV_LIMIT)
+			list->tx_attr->iov_limit = IWARP_UTIL_IOV_LIMIT;
+}
+
 int iwarp_getinfo(uint32_t version, const char *node, const char *service,
 		  uint64_t flags, const struct fi_info *hints,
 		  struct fi_info **info)
@@ -440,5 +455,7 @@ int iwarp_getinfo(uint32_t version, const char *node, const char *service,
 		return ret;
 	}
 	iwarp_loopback_last(info);
+	if (flags & IWARP_OFI_CORE_PROV_ONLY)
+		iwarp_util_limits(*info);
 	return *info ? 0 : -FI_ENODATA;
 }
