@@ -84,11 +84,19 @@ static void bad_cm(void *arg, struct iw_qp *qp, const struct iw_cm_event *ev)
 	b->down = true;
 }
 
+/* A receive that completed is posted again: the endpoint's CREDIT
+ * messages must not be what ends a long hostile run. */
 static void bad_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc)
 {
-	(void)arg;
-	(void)qp;
-	(void)wc;
+	struct bad *b = arg;
+
+	if (wc->op == IW_WC_RECV && wc->status == IW_WC_SUCCESS && wc->ctx) {
+		struct iw_sge s = { wc->ctx, sizeof(b->rbuf[0]) };
+		struct iw_recv_wr wr = { .ctx = wc->ctx, .sgl = &s,
+					 .num_sge = 1 };
+
+		iw_qp_post_recv(qp, &wr);
+	}
 }
 
 static const struct iw_qp_ops bad_ops = {
@@ -136,12 +144,14 @@ static int bad_open(struct bad *b, uint64_t instance)
 		return -1;
 	for (i = 0; i < 4; i++) {
 		struct iw_sge s = { b->rbuf[i], sizeof(b->rbuf[i]) };
-		struct iw_recv_wr wr = { .sgl = &s, .num_sge = 1 };
+		struct iw_recv_wr wr = { .ctx = b->rbuf[i], .sgl = &s,
+					 .num_sge = 1 };
 
 		iw_qp_post_recv(b->qp, &wr);
 	}
 	p.pdata = pd;
 	p.pdata_len = sizeof(pd);
+	p.ird = p.ord = 8;	/* the endpoint's rendezvous Reads are served */
 	if (from_ip.s_addr) {
 		p.src = (struct sockaddr *)&from;
 		p.src_len = sizeof(from);
@@ -237,6 +247,10 @@ static void test_refused(void)
 	rdm_hdr(m, 4, 0, 129, 0, 1, 0, 0, 0);
 	expect_terminate("wide window: credits beyond it (129)", m, HDR, 107);
 	bad_flags = 0;
+	/* Write data claimed to an endpoint that takes no remote Writes
+	 * (FI_TAGGED only, as Open MPI's mtl ofi): no forged completion */
+	rdm_hdr(m, 5, 0, 0, 16, 1, 0, 0, 0);
+	expect_terminate("WDATA to an endpoint without FI_RMA", m, HDR, 108);
 	/* beyond IWARP_RDM_EAGER_MAX (1 MiB), what any receiver accepts */
 	rdm_hdr(m, 1, 1, 0, 1048577, 1, 0, 5, 0);
 	expect_terminate("EAGER announcing 1048577 octets", m, HDR + 8, 106);
@@ -399,6 +413,207 @@ static void test_flood(struct fid_ep *ep2, struct fid_cq *cq2, fi_addr_t dst)
 	       "wrong, %d sent)", FLOOD_N, recvd, wrong, sent);
 }
 
+/*
+ * Random peers: each connects and sends a run of RDM messages made from
+ * valid ones with fields drawn at random (op, flags, credits, announced
+ * length against carried, message id, STag, address, CQ data), while the
+ * endpoint has tagged receives of three sizes posted. Whatever the
+ * endpoint makes of them (a message, an error completion, a Terminate),
+ * every receive completes exactly once, with its own context and no more
+ * octets than its buffer, once the peer is gone and what is left is
+ * cancelled. The seed is printed (IW_HOSTILE_SEED repeats a run).
+ */
+#define RND_ROUNDS 24
+#define RND_MSGS 48
+#define RND_RECVS 12
+#define RND_TAG 0x7000u
+
+static uint64_t rnd_state;
+
+static uint64_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+static uint32_t pick(uint32_t n) { return (uint32_t)(rnd() % n); }
+
+/* One message into m (room for cap octets); its length on the wire. Most
+ * are well formed, so that a run gets past the first refusal: each field
+ * goes wrong on its own now and then. An RTS names good_stag, memory the
+ * peer registered, unless its STag is one of the wrong fields. */
+static uint32_t rnd_msg(uint8_t *m, uint32_t cap, uint32_t good_stag)
+{
+	static const uint8_t ops[] = { 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+				       3, 3, 4, 4, 5, 6, 7 };
+	uint32_t pay = pick(5) ? pick(96) : pick(cap - HDR + 1);
+	uint8_t op = pick(100) ? ops[pick(sizeof(ops))] : (uint8_t)pick(256);
+	uint32_t len = op == 2 ? 1 + pick(4096) : op == 6 ? pick(64) : pay;
+	uint8_t flags = pick(4) ? 1 : 3;
+	uint16_t credits = (uint16_t)pick(2);
+	uint32_t id = pick(16), stag = op == 2 ? good_stag : 0, i;
+	uint64_t addr = pick(4096);
+
+	if (!pick(100))
+		flags = (uint8_t)pick(256);
+	if (!pick(100))
+		credits = (uint16_t)pick(200);
+	if (!pick(50))
+		len = pick(2) ? pick(600) : (uint32_t)rnd();
+	if (!pick(8))
+		stag = (uint32_t)rnd();
+	if (!pick(10))
+		id = (uint32_t)rnd();
+	if (!pick(10))
+		addr = rnd();
+	rdm_hdr(m, op, flags, credits, len, id, stag, RND_TAG | pick(4), addr);
+	iw_put64(m + 24, pick(4) ? pick(8) : rnd());
+	for (i = 0; i < pay; i++)
+		m[HDR + i] = (uint8_t)(i * 7 + op);
+	return pick(150) ? HDR + pay : pick(HDR);
+}
+
+struct rnd_rx {
+	uint8_t buf[2048];
+	size_t size;
+	int done;	/* completions seen for it */
+	bool posted;
+};
+
+/* Reads what the endpoint completed; a completion that is not one of
+ * ours, or too long, counts as bad. */
+static void rnd_reap(struct rnd_rx *rx, int *bad)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	ssize_t n;
+
+	while ((n = fi_cq_read(cq, &e, 1)) == 1 || n == -FI_EAVAIL) {
+		void *ctx = e.op_context;
+		size_t len = e.len;
+		int i;
+
+		if (n == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			if (fi_cq_readerr(cq, &err, 0) != 1) {
+				(*bad)++;
+				return;
+			}
+			ctx = err.op_context;
+			len = 0;
+		}
+		for (i = 0; i < RND_RECVS; i++)
+			if (ctx == &rx[i])
+				break;
+		if (i == RND_RECVS || len > rx[i].size ||
+		    (n == 1 && (e.tag & ~3ull) != RND_TAG)) {
+			tap_diag("random peers: completion %s ctx %p (ours: "
+				 "%d) len %zu tag %#llx err %d", n == 1 ?
+				 "ok" : "error", ctx, i < RND_RECVS, len,
+				 n == 1 ? (unsigned long long)e.tag : 0ull,
+				 n == 1 ? 0 : err.err);
+			(*bad)++;
+			continue;
+		}
+		rx[i].done++;
+	}
+}
+
+static void test_random_peers(void)
+{
+	static struct rnd_rx rx[RND_RECVS];
+	static uint8_t m[HDR + 1024];
+	const char *env = getenv("IW_HOSTILE_SEED");
+	uint64_t seed = env ? strtoull(env, NULL, 0) : 0x1d0c5eed5ull;
+	int r, i, sent = 0, rounds = 0, down = 0, lost = 0, twice = 0;
+	int bad = 0, stuck = 0;
+	double end;
+
+	rnd_state = seed ? seed : 1;
+	for (r = 0; r < RND_ROUNDS; r++) {
+		struct bad b;
+		int k;
+
+		for (i = 0; i < RND_RECVS; i++) {
+			rx[i].size = i % 3 == 0 ? 16 : i % 3 == 1 ? 256 :
+				     sizeof(rx[i].buf);
+			rx[i].done = 0;
+			rx[i].posted = !fi_trecv(ep, rx[i].buf, rx[i].size,
+						 NULL, FI_ADDR_UNSPEC, RND_TAG,
+						 3, &rx[i]);
+		}
+		if (bad_open(&b, 600 + (uint64_t)r)) {
+			bad_close(&b);
+			stuck++;
+		} else {
+			static uint8_t src[8192];
+			struct iw_mr *mr = NULL;
+			uint32_t good = 0;
+
+			if (!iw_mr_reg(b.pd, src, sizeof(src), 0,
+				       IW_ACC_REMOTE_READ, &mr))
+				good = iw_mr_stag(mr);
+			rounds++;
+			for (k = 0; k < RND_MSGS && !b.down; k++) {
+				if (bad_send(&b, m, rnd_msg(m, sizeof(m),
+							    good)))
+					break;
+				sent++;
+				iw_qp_progress(b.qp);
+				rnd_reap(rx, &bad);
+			}
+			drive(&b, 0.05, is_down);
+			down += b.down;
+			if (mr)
+				iw_mr_dereg(mr);
+			bad_close(&b);
+		}
+		/* the peer is gone: what it left half done must end, and
+		 * what is still posted ends by cancel */
+		for (end = tap_now() + 5; tap_now() < end;) {
+			bool open = false;
+
+			rnd_reap(rx, &bad);
+			for (i = 0; i < RND_RECVS; i++) {
+				if (!rx[i].posted || rx[i].done)
+					continue;
+				fi_cancel(&ep->fid, &rx[i]);
+				open = true;
+			}
+			if (!open)
+				break;
+		}
+		for (i = 0; i < RND_RECVS; i++) {
+			lost += rx[i].posted && !rx[i].done;
+			twice += rx[i].done > 1;
+		}
+	}
+	/* unexpected messages they left would match later tests: drained */
+	for (end = tap_now() + 10; tap_now() < end;) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err;
+		int got;
+
+		if (fi_trecv(ep, rx[0].buf, sizeof(rx[0].buf), NULL,
+			     FI_ADDR_UNSPEC, RND_TAG, 3, &rx[0]))
+			break;
+		got = reap(NULL, 0.2, &e, &err);
+		if (got == 0) {
+			fi_cancel(&ep->fid, &rx[0]);
+			reap(NULL, 1, &e, &err);
+			break;
+		}
+	}
+	tap_ok(rounds > RND_ROUNDS / 2 && sent > rounds && !lost && !twice &&
+	       !bad, "random peers (seed %#llx): %d of %d connected (%d "
+	       "not), %d messages sent, %d ended by the endpoint; every "
+	       "receive completed once with its own context (%d never, %d "
+	       "twice, %d foreign or too long)", (unsigned long long)seed,
+	       rounds, RND_ROUNDS, stuck, sent, down, lost, twice, bad);
+}
+
 /* After all that, an honest endpoint is still served. */
 static void test_still_serving(void)
 {
@@ -511,6 +726,7 @@ int main(void)
 	test_beyond_credits(64, 301);
 	test_beyond_credits(128, 302);
 	test_lies();
+	test_random_peers();
 	test_still_serving();
 	fi_close(&ep->fid);
 	fi_close(&av->fid);

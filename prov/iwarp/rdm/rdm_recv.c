@@ -82,6 +82,25 @@ static bool iwarp_rdm_take_credit(struct iwarp_rdm_peer *peer, uint8_t op)
 	return true;
 }
 
+/*
+ * A WDATA reports a Write with CQ data as a completion with no context of
+ * ours: only an endpoint that takes remote Writes expects one. Elsewhere
+ * (Open MPI's mtl ofi asks FI_TAGGED alone) it is a peer forging one.
+ */
+static bool iwarp_rdm_wdata_ok(struct iwarp_rdm_peer *peer)
+{
+	uint64_t caps = peer->ep->base.info->caps;
+	uint64_t roles = caps & (FI_READ | FI_WRITE | FI_REMOTE_READ |
+				 FI_REMOTE_WRITE);
+
+	if ((caps & FI_RMA) && (!roles || (roles & FI_REMOTE_WRITE)))
+		return true;
+	FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
+		"RDM peer %s: Write data for an endpoint without "
+		"FI_RMA and FI_REMOTE_WRITE: refused\n", peer->name);
+	return false;
+}
+
 /* Placement of an incoming message: its header decides where it goes. */
 static int iwarp_rdm_place(struct iwarp_rdm_peer *peer, const uint8_t *hdr,
 			   size_t hdr_len, struct iw_sge *dst, void **ctx)
@@ -104,6 +123,10 @@ static int iwarp_rdm_place(struct iwarp_rdm_peer *peer, const uint8_t *hdr,
 			"RDM peer %s: op %u for rx context %u of %zu: "
 			"refused\n", peer->name, in->hdr.op,
 			IWARP_RDM_RXC(in->hdr.flags), iwarp_rdm_nrx(peer->ep));
+		free(in);
+		return -1;
+	}
+	if (in->hdr.op == IWARP_RDM_WDATA && !iwarp_rdm_wdata_ok(peer)) {
 		free(in);
 		return -1;
 	}
