@@ -277,6 +277,75 @@ out:
 	free(c);
 }
 
+/*
+ * Remote CQ data of a Write at an endpoint that asked cq_data_size but not
+ * FI_RMA: it takes no remote Writes, so such data would be a completion
+ * with no context of its own making. The stream ends instead.
+ */
+void cqdata_norma_client(struct proc *p)
+{
+	struct cqd *c = calloc(1, sizeof(*c));
+	struct eq_ev ev = { 0 };
+	ssize_t r = -1;
+
+	cqd_hints(p, true);
+	if (c)
+		c->norecv = true;
+	if (!c || !cli_setup(&c->n, p, NULL) || !cqd_prepare(c, p))
+		goto out;
+	r = fi_writedata(c->n.ep, c->tbuf, CQD_WLEN, NULL, 0x5151, 0,
+			 rma_addr(&c->n, c->peer_base, CQD_WOFF), c->peer_key,
+			 c->tbuf);
+	if (!r)
+		eq_wait(c->n.ep_eq, &ev, 10000);
+	check(!r && (ev.event == FI_SHUTDOWN || ev.ret == -FI_EAVAIL),
+	      "no FI_RMA at the peer: fi_writedata is posted (%zd), then the "
+	      "peer ends the connection (EQ %zd event %u)", r, ev.ret,
+	      ev.event);
+	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
+out:
+	if (c)
+		cqd_close(c);
+	free(c);
+}
+
+void cqdata_norma_server(struct proc *p)
+{
+	struct cqd *c = calloc(1, sizeof(*c));
+	uint64_t end = now_ms() + 15000;
+	struct eq_ev ev = { 0 };
+	size_t i, data = 0;
+	bool ended = false;
+
+	cqd_hints(p, true);
+	p->no_rma = true;
+	if (c)
+		c->norecv = true;
+	if (!c || !srv_setup(&c->n, p, NULL) || !cqd_prepare(c, p))
+		goto out;
+	check(!(c->n.info->caps & FI_RMA) &&
+	      c->n.info->domain_attr->cq_data_size > 0,
+	      "no FI_RMA: the endpoint has cq_data_size %zu, caps without "
+	      "FI_RMA", c->n.info->domain_attr->cq_data_size);
+	while (!ended && now_ms() < end) {
+		(void)fi_cq_read(c->n.cq, NULL, 0);
+		eq_wait(c->n.ep_eq, &ev, 1);
+		ended = ev.event == FI_SHUTDOWN || ev.ret == -FI_EAVAIL;
+	}
+	cq_drain(&c->n);
+	for (i = 0; i < c->n.ncomps; i++)
+		data += !c->n.comps[i].err &&
+			(c->n.comps[i].flags & FI_REMOTE_CQ_DATA);
+	check(ended && !data, "no FI_RMA: the Write's CQ data makes no "
+	      "completion (%zu) and the stream ends (EQ %zd event %u)", data,
+	      ev.ret, ev.event);
+	ctl_expect(p, CTL_DONE, NULL, 30000);
+out:
+	if (c)
+		cqd_close(c);
+	free(c);
+}
+
 /* ---- only one side asks: nothing of it goes on the wire */
 
 void cqdata_half_client(struct proc *p)

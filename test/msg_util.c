@@ -485,7 +485,7 @@ struct fi_info *msg_hints(const struct proc *p)
 		return NULL;
 	h->fabric_attr->prov_name = strdup("iwarp");
 	h->ep_attr->type = FI_EP_MSG;
-	h->caps = FI_MSG | FI_RMA;
+	h->caps = p->no_rma ? FI_MSG : FI_MSG | FI_RMA;
 	h->domain_attr->mr_mode = FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	if (!p->offset_mode)
 		h->domain_attr->mr_mode |= FI_MR_VIRT_ADDR;

@@ -50,6 +50,7 @@ struct proc {
 	 * caps; any of them reads the CQ as FI_CQ_FORMAT_DATA */
 	uint64_t mode, caps;
 	size_t cq_data;
+	bool no_rma;	/* caps FI_MSG alone: no remote Writes taken */
 };
 
 struct msg_case {
@@ -275,6 +276,8 @@ void cqdata_norecv_client(struct proc *p);
 void cqdata_norecv_server(struct proc *p);
 void cqdata_flood_client(struct proc *p);
 void cqdata_flood_server(struct proc *p);
+void cqdata_norma_client(struct proc *p);
+void cqdata_norma_server(struct proc *p);
 void cqdata_half_client(struct proc *p);
 void cqdata_half_server(struct proc *p);
 void multi_client(struct proc *p);

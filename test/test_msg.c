@@ -1639,6 +1639,8 @@ static const struct msg_case cases[] = {
 	  cqdata_norecv_server, false, false, 20 },
 	{ "remote CQ data flooding an endpoint that reads none",
 	  cqdata_flood_client, cqdata_flood_server, false, false, 60 },
+	{ "a Write's CQ data at an endpoint without FI_RMA",
+	  cqdata_norma_client, cqdata_norma_server, false, false, 30 },
 	{ "remote CQ data asked by one side only", cqdata_half_client,
 	  cqdata_half_server, false, false, 20 },
 	{ "multi-receive buffer", multi_client, multi_server, false, false,

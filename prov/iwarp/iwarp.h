@@ -61,6 +61,16 @@
 /* FI_VARIABLE_MSG in 1.x, FI_EXACT_DIRECTED_RECV in 2.x: receive side */
 #define IWARP_CAP_BIT48		(1ULL << 48)
 
+/* Whether an endpoint with these caps takes remote Writes: FI_RMA with
+ * FI_REMOTE_WRITE, or with no role bit at all (all of them implied). */
+static inline bool iwarp_caps_rwrite(uint64_t caps)
+{
+	uint64_t roles = caps & (FI_READ | FI_WRITE | FI_REMOTE_READ |
+				 FI_REMOTE_WRITE);
+
+	return (caps & FI_RMA) && (!roles || (roles & FI_REMOTE_WRITE));
+}
+
 /* fi_getinfo's version: the application wants the 2.x behaviour. */
 static inline bool iwarp_api_v2(uint32_t version)
 {

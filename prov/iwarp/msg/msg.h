@@ -135,6 +135,7 @@ struct iwarp_ep {
 	bool tx_hold;			/* auth->hold, in the data path */
 	bool imm_offer;			/* the app asked for remote CQ data */
 	bool imm_norecv;		/* ... without FI_RX_CQ_DATA */
+	bool rwrite;			/* takes remote Writes (caps) */
 	bool imm_on;			/* ... and the peer said yes */
 	bool imm_next;			/* imm_data is for the next Send */
 	uint32_t imm_data;

@@ -201,6 +201,14 @@ int iwarp_ep_imm(void *arg, struct iw_qp *qp, uint64_t data,
 	struct iwarp_ep *ep = arg;
 	uint32_t kind = (uint32_t)(data >> 32);
 
+	/* a Write's data to an endpoint that takes no Writes: forged */
+	if (!ep->imm_next && kind == IWARP_IMM_WRITE && !ep->rwrite) {
+		FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
+			"%s: remote CQ data of a Write refused: the endpoint "
+			"has no FI_RMA with FI_REMOTE_WRITE\n",
+			iw_qp_label(qp));
+		return -1;
+	}
 	if (!ep->imm_next && kind == IWARP_IMM_WRITE && !ep->imm_norecv)
 		return 1;
 	if (!ep->imm_next && kind == IWARP_IMM_WRITE)

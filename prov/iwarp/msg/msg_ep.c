@@ -310,6 +310,7 @@ static void iwarp_ep_from_info(struct iwarp_ep *ep, const struct fi_info *info)
 	/* what fi_getinfo offered only when asked (iwarp_attr.c) */
 	ep->imm_offer = info->domain_attr &&
 			info->domain_attr->cq_data_size > 0;
+	ep->rwrite = iwarp_caps_rwrite(info->caps);
 	ep->imm_norecv = ep->imm_offer && !(info->mode & FI_RX_CQ_DATA) &&
 			 !(info->rx_attr &&
 			   (info->rx_attr->mode & FI_RX_CQ_DATA));

@@ -89,11 +89,7 @@ static bool iwarp_rdm_take_credit(struct iwarp_rdm_peer *peer, uint8_t op)
  */
 static bool iwarp_rdm_wdata_ok(struct iwarp_rdm_peer *peer)
 {
-	uint64_t caps = peer->ep->base.info->caps;
-	uint64_t roles = caps & (FI_READ | FI_WRITE | FI_REMOTE_READ |
-				 FI_REMOTE_WRITE);
-
-	if ((caps & FI_RMA) && (!roles || (roles & FI_REMOTE_WRITE)))
+	if (iwarp_caps_rwrite(peer->ep->base.info->caps))
 		return true;
 	FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
 		"RDM peer %s: Write data for an endpoint without "
