@@ -135,45 +135,59 @@ static void cqd_close(struct cqd *c)
 	node_close(&c->n);
 }
 
-static void cqd_client(struct proc *p, bool norecv)
+/* A connected endpoint asking for remote CQ data (norecv: without
+ * FI_RX_CQ_DATA), its region registered and keys swapped; NULL if not. */
+static struct cqd *cqd_open(struct proc *p, bool norecv, bool server)
 {
 	struct cqd *c = calloc(1, sizeof(*c));
 
 	cqd_hints(p, norecv);
-	if (c)
-		c->norecv = norecv;
-	if (!c || !cli_setup(&c->n, p, NULL) || !cqd_prepare(c, p))
-		goto out;
+	if (!c)
+		return NULL;
+	c->norecv = norecv;
+	if ((server ? srv_setup(&c->n, p, NULL) : cli_setup(&c->n, p, NULL)) &&
+	    cqd_prepare(c, p))
+		return c;
+	cqd_close(c);
+	free(c);
+	return NULL;
+}
+
+static void cqd_free(struct cqd *c)
+{
+	cqd_close(c);
+	free(c);
+}
+
+static void cqd_client(struct proc *p, bool norecv)
+{
+	struct cqd *c;
+
+	c = cqd_open(p, norecv, false);
+	if (!c)
+		return;
 	check(c->n.info->domain_attr->cq_data_size == 4,
 	      "cq_data_size 4 offered");
 	cqd_send(c, p, 0x1234abc0, 1);
 	ctl_send(p, CTL_NEXT, 0, 0, 0, 0, 0);
 	cqd_recv(c, p, 0xfeed0000, 11);
 	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
-out:
-	if (c)
-		cqd_close(c);
-	free(c);
+	cqd_free(c);
 }
 
 static void cqd_server(struct proc *p, bool norecv)
 {
-	struct cqd *c = calloc(1, sizeof(*c));
+	struct cqd *c;
 	struct ctl m;
 
-	cqd_hints(p, norecv);
-	if (c)
-		c->norecv = norecv;
-	if (!c || !srv_setup(&c->n, p, NULL) || !cqd_prepare(c, p))
-		goto out;
+	c = cqd_open(p, norecv, true);
+	if (!c)
+		return;
 	cqd_recv(c, p, 0x1234abc0, 1);
 	ctl_wait_serving(&c->n, &m, RPC_MS);
 	cqd_send(c, p, 0xfeed0000, 11);
 	ctl_wait_serving(&c->n, &m, RPC_MS);
-out:
-	if (c)
-		cqd_close(c);
-	free(c);
+	cqd_free(c);
 }
 
 void cqdata_client(struct proc *p)
@@ -201,22 +215,42 @@ void cqdata_norecv_server(struct proc *p)
  * FI_RX_CQ_DATA that never reads its CQ: the endpoint holds exactly
  * IWARP_IMM_UNREAD_MAX (msg.h) completions, then ends the stream.
  */
+/* Progress without taking a completion until the stream ends or ms pass;
+ * then the completions: *data counts those with remote CQ data. */
+static bool cqd_until_end(struct cqd *c, int ms, struct eq_ev *ev,
+			  size_t *data)
+{
+	uint64_t end = now_ms() + (uint64_t)ms;
+	bool ended = false;
+	size_t i;
+
+	while (!ended && now_ms() < end) {
+		(void)fi_cq_read(c->n.cq, NULL, 0);
+		eq_wait(c->n.ep_eq, ev, 1);
+		ended = ev->event == FI_SHUTDOWN || ev->ret == -FI_EAVAIL;
+	}
+	cq_drain(&c->n);
+	*data = 0;
+	for (i = 0; i < c->n.ncomps; i++)
+		*data += !c->n.comps[i].err &&
+			 (c->n.comps[i].flags & FI_REMOTE_CQ_DATA);
+	return ended;
+}
+
 #define CQD_UNREAD_MAX	(1u << 16)
 #define CQD_FLOOD	(CQD_UNREAD_MAX + 4096)
 
 void cqdata_flood_client(struct proc *p)
 {
-	struct cqd *c = calloc(1, sizeof(*c));
+	struct cqd *c;
 	uint64_t end = now_ms() + 30000;
 	struct eq_ev ev = { 0 };
 	size_t sent = 0;
 	ssize_t r = 0;
 
-	cqd_hints(p, true);
-	if (c)
-		c->norecv = true;
-	if (!c || !cli_setup(&c->n, p, NULL) || !cqd_prepare(c, p))
-		goto out;
+	c = cqd_open(p, true, false);
+	if (!c)
+		return;
 	while (sent < CQD_FLOOD && now_ms() < end) {
 		r = fi_inject_writedata(c->n.ep, c->tbuf, 8, (uint64_t)sent, 0,
 					rma_addr(&c->n, c->peer_base, CQD_WOFF),
@@ -237,44 +271,26 @@ void cqdata_flood_client(struct proc *p)
 	      "connection (last post %zd, EQ %zd event %u)", sent, r, ev.ret,
 	      ev.event);
 	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
-out:
-	if (c)
-		cqd_close(c);
-	free(c);
+	cqd_free(c);
 }
 
 void cqdata_flood_server(struct proc *p)
 {
-	struct cqd *c = calloc(1, sizeof(*c));
-	uint64_t end = now_ms() + 30000;
+	struct cqd *c;
 	struct eq_ev ev = { 0 };
-	size_t i, data = 0;
+	size_t data = 0;
 	bool ended = false;
 
-	cqd_hints(p, true);
-	if (c)
-		c->norecv = true;
-	if (!c || !srv_setup(&c->n, p, NULL) || !cqd_prepare(c, p))
-		goto out;
-	/* progress without taking a completion */
-	while (!ended && now_ms() < end) {
-		(void)fi_cq_read(c->n.cq, NULL, 0);
-		eq_wait(c->n.ep_eq, &ev, 1);
-		ended = ev.event == FI_SHUTDOWN || ev.ret == -FI_EAVAIL;
-	}
-	cq_drain(&c->n);
-	for (i = 0; i < c->n.ncomps; i++)
-		data += !c->n.comps[i].err &&
-			(c->n.comps[i].flags & FI_REMOTE_CQ_DATA);
+	c = cqd_open(p, true, true);
+	if (!c)
+		return;
+	ended = cqd_until_end(c, 30000, &ev, &data);
 	check(ended && data == CQD_UNREAD_MAX,
 	      "flood: %zu completions held unread (at most %u), then the "
 	      "stream ended (EQ %zd event %u)", data, CQD_UNREAD_MAX, ev.ret,
 	      ev.event);
 	ctl_expect(p, CTL_DONE, NULL, 30000);
-out:
-	if (c)
-		cqd_close(c);
-	free(c);
+	cqd_free(c);
 }
 
 /*
@@ -284,15 +300,13 @@ out:
  */
 void cqdata_norma_client(struct proc *p)
 {
-	struct cqd *c = calloc(1, sizeof(*c));
+	struct cqd *c;
 	struct eq_ev ev = { 0 };
 	ssize_t r = -1;
 
-	cqd_hints(p, true);
-	if (c)
-		c->norecv = true;
-	if (!c || !cli_setup(&c->n, p, NULL) || !cqd_prepare(c, p))
-		goto out;
+	c = cqd_open(p, true, false);
+	if (!c)
+		return;
 	r = fi_writedata(c->n.ep, c->tbuf, CQD_WLEN, NULL, 0x5151, 0,
 			 rma_addr(&c->n, c->peer_base, CQD_WOFF), c->peer_key,
 			 c->tbuf);
@@ -303,47 +317,30 @@ void cqdata_norma_client(struct proc *p)
 	      "peer ends the connection (EQ %zd event %u)", r, ev.ret,
 	      ev.event);
 	ctl_send(p, CTL_DONE, 0, 0, 0, 0, 0);
-out:
-	if (c)
-		cqd_close(c);
-	free(c);
+	cqd_free(c);
 }
 
 void cqdata_norma_server(struct proc *p)
 {
-	struct cqd *c = calloc(1, sizeof(*c));
-	uint64_t end = now_ms() + 15000;
+	struct cqd *c;
 	struct eq_ev ev = { 0 };
-	size_t i, data = 0;
+	size_t data = 0;
 	bool ended = false;
 
-	cqd_hints(p, true);
 	p->no_rma = true;
-	if (c)
-		c->norecv = true;
-	if (!c || !srv_setup(&c->n, p, NULL) || !cqd_prepare(c, p))
-		goto out;
+	c = cqd_open(p, true, true);
+	if (!c)
+		return;
 	check(!(c->n.info->caps & FI_RMA) &&
 	      c->n.info->domain_attr->cq_data_size > 0,
 	      "no FI_RMA: the endpoint has cq_data_size %zu, caps without "
 	      "FI_RMA", c->n.info->domain_attr->cq_data_size);
-	while (!ended && now_ms() < end) {
-		(void)fi_cq_read(c->n.cq, NULL, 0);
-		eq_wait(c->n.ep_eq, &ev, 1);
-		ended = ev.event == FI_SHUTDOWN || ev.ret == -FI_EAVAIL;
-	}
-	cq_drain(&c->n);
-	for (i = 0; i < c->n.ncomps; i++)
-		data += !c->n.comps[i].err &&
-			(c->n.comps[i].flags & FI_REMOTE_CQ_DATA);
+	ended = cqd_until_end(c, 15000, &ev, &data);
 	check(ended && !data, "no FI_RMA: the Write's CQ data makes no "
 	      "completion (%zu) and the stream ends (EQ %zd event %u)", data,
 	      ev.ret, ev.event);
 	ctl_expect(p, CTL_DONE, NULL, 30000);
-out:
-	if (c)
-		cqd_close(c);
-	free(c);
+	cqd_free(c);
 }
 
 /* ---- only one side asks: nothing of it goes on the wire */
