@@ -427,8 +427,15 @@ static void test_flood(struct fid_ep *ep2, struct fid_cq *cq2, fi_addr_t dst)
 #define RND_MSGS 48
 #define RND_RECVS 12
 #define RND_TAG 0x7000u
+#define RND_WDATA (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA)
 
 static uint64_t rnd_state;
+/* the endpoint's region when it takes RMA and atomics */
+static struct {
+	bool on;
+	uint32_t key;
+	uint64_t addr;
+} rnd_target;
 
 static uint64_t rnd(void)
 {
@@ -439,6 +446,28 @@ static uint64_t rnd(void)
 }
 
 static uint32_t pick(uint32_t n) { return (uint32_t)(rnd() % n); }
+
+/* An AREQ at the endpoint's region: operation, datatype and fetch bit
+ * (the tag) at random, 1-8 elements, operands of 8 or 16 octets each;
+ * key, address and count go wrong now and then. */
+static uint32_t rnd_areq(uint8_t *m, uint32_t cap, uint8_t flags,
+			 uint16_t credits, uint32_t id, uint32_t stag,
+			 uint64_t addr)
+{
+	uint64_t n = 1 + pick(8);
+	uint64_t tag = pick(20) | (uint64_t)pick(10) << 8 |
+		       (uint64_t)pick(2) << 16;
+	uint32_t len = (uint32_t)(n * 8 * (1 + pick(2))), i;
+
+	if (len > cap - HDR)
+		len = cap - HDR;
+	rdm_hdr(m, 6, flags, credits, len, id, pick(8) ? rnd_target.key : stag,
+		tag, pick(8) ? rnd_target.addr + pick(64) * 8 : addr);
+	iw_put64(m + 24, pick(8) ? n : rnd());
+	for (i = 0; i < len; i++)
+		m[HDR + i] = (uint8_t)rnd();
+	return pick(150) ? HDR + len : pick(HDR);
+}
 
 /* One message into m (room for cap octets); its length on the wire. Most
  * are well formed, so that a run gets past the first refusal: each field
@@ -468,6 +497,8 @@ static uint32_t rnd_msg(uint8_t *m, uint32_t cap, uint32_t good_stag)
 		id = (uint32_t)rnd();
 	if (!pick(10))
 		addr = rnd();
+	if (rnd_target.on && op == 6)
+		return rnd_areq(m, cap, flags, credits, id, stag, addr);
 	rdm_hdr(m, op, flags, credits, len, id, stag, RND_TAG | pick(4), addr);
 	iw_put64(m + 24, pick(4) ? pick(8) : rnd());
 	for (i = 0; i < pay; i++)
@@ -504,6 +535,10 @@ static void rnd_reap(struct rnd_rx *rx, int *bad)
 			ctx = err.op_context;
 			len = 0;
 		}
+		/* a Write's data at an RMA target: no context by design */
+		if (rnd_target.on && n == 1 && !ctx &&
+		    (e.flags & RND_WDATA) == RND_WDATA)
+			continue;
 		for (i = 0; i < RND_RECVS; i++)
 			if (ctx == &rx[i])
 				break;
@@ -683,7 +718,9 @@ static void test_identity(void)
 	claim_ip.s_addr = from_ip.s_addr = 0;
 }
 
-int main(void)
+/* Opens the endpoint under attack (the globals) with these caps, in a
+ * domain of its own on the fabric, which the first call opens. */
+static int victim_open(uint64_t caps)
 {
 	struct fi_info *hints = fi_allocinfo();
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
@@ -691,18 +728,20 @@ int main(void)
 	size_t len = sizeof(ep_name);
 	int ret;
 
-	/* small, so that the flood test reaches it */
-	setenv("FI_IWARP_RDM_UNEXP_MAX", "65536", 0);
+	if (!hints)
+		return -FI_ENOMEM;
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED;
+	hints->caps = caps;
 	hints->addr_format = FI_SOCKADDR_IN;
 	hints->fabric_attr->prov_name = strdup("iwarp");
-	ret = fi_getinfo(TEST_API, "127.0.0.1", NULL, FI_SOURCE,
-			 hints, &info);
+	if (caps & (FI_RMA | FI_ATOMIC))
+		hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR |
+					      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	ret = fi_getinfo(TEST_API, "127.0.0.1", NULL, FI_SOURCE, hints,
+			 &info);
 	fi_freeinfo(hints);
-	if (!tap_ok(!ret, "fi_getinfo FI_EP_RDM on 127.0.0.1 (%d)", ret))
-		return tap_done();
-	ret = fi_fabric(info->fabric_attr, &fabric, NULL);
+	if (!ret && !fabric)
+		ret = fi_fabric(info->fabric_attr, &fabric, NULL);
 	if (!ret)
 		ret = fi_domain(fabric, info, &domain, NULL);
 	if (!ret)
@@ -719,6 +758,63 @@ int main(void)
 		ret = fi_enable(ep);
 	if (!ret)
 		ret = fi_getname(&ep->fid, &ep_name, &len);
+	return ret;
+}
+
+static void victim_close(void)
+{
+	if (ep)
+		fi_close(&ep->fid);
+	if (av)
+		fi_close(&av->fid);
+	if (cq)
+		fi_close(&cq->fid);
+	if (domain)
+		fi_close(&domain->fid);
+	fi_freeinfo(info);
+	ep = NULL;
+	av = NULL;
+	cq = NULL;
+	domain = NULL;
+	info = NULL;
+}
+
+/*
+ * The random peers again, at an endpoint that takes remote Writes and
+ * atomics to a registered region: WDATA is a completion there (flagged
+ * remote CQ data, no context), and AREQs name the region's key and
+ * address, so atomics run with random operations, types and counts.
+ */
+static void test_random_rma(void)
+{
+	static uint64_t region[512];
+	struct fid_mr *mr = NULL;
+	int ret = victim_open(FI_TAGGED | FI_RMA | FI_ATOMIC);
+
+	if (!ret)
+		ret = fi_mr_reg(domain, region, sizeof(region),
+				FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr,
+				NULL);
+	if (tap_ok(!ret, "random peers, RMA target: the endpoint and its "
+		   "region open (%d)", ret)) {
+		rnd_target.key = (uint32_t)fi_mr_key(mr);
+		rnd_target.addr = (uintptr_t)region;
+		rnd_target.on = true;
+		test_random_peers();
+		rnd_target.on = false;
+	}
+	if (mr)
+		fi_close(&mr->fid);
+	victim_close();
+}
+
+int main(void)
+{
+	int ret;
+
+	/* small, so that the flood test reaches it */
+	setenv("FI_IWARP_RDM_UNEXP_MAX", "65536", 0);
+	ret = victim_open(FI_TAGGED);
 	if (!tap_ok(!ret, "the endpoint under attack opens (%d)", ret))
 		return tap_done();
 	test_refused();
@@ -728,11 +824,8 @@ int main(void)
 	test_lies();
 	test_random_peers();
 	test_still_serving();
-	fi_close(&ep->fid);
-	fi_close(&av->fid);
-	fi_close(&cq->fid);
-	fi_close(&domain->fid);
+	victim_close();
+	test_random_rma();
 	fi_close(&fabric->fid);
-	fi_freeinfo(info);
 	return tap_done();
 }
