@@ -161,9 +161,8 @@ static void cqd_free(struct cqd *c)
 
 static void cqd_client(struct proc *p, bool norecv)
 {
-	struct cqd *c;
+	struct cqd *c = cqd_open(p, norecv, false);
 
-	c = cqd_open(p, norecv, false);
 	if (!c)
 		return;
 	check(c->n.info->domain_attr->cq_data_size == 4,
@@ -177,10 +176,9 @@ static void cqd_client(struct proc *p, bool norecv)
 
 static void cqd_server(struct proc *p, bool norecv)
 {
-	struct cqd *c;
+	struct cqd *c = cqd_open(p, norecv, true);
 	struct ctl m;
 
-	c = cqd_open(p, norecv, true);
 	if (!c)
 		return;
 	cqd_recv(c, p, 0x1234abc0, 1);
@@ -276,12 +274,11 @@ void cqdata_flood_client(struct proc *p)
 
 void cqdata_flood_server(struct proc *p)
 {
-	struct cqd *c;
+	struct cqd *c = cqd_open(p, true, true);
 	struct eq_ev ev = { 0 };
-	size_t data = 0;
-	bool ended = false;
+	size_t data;
+	bool ended;
 
-	c = cqd_open(p, true, true);
 	if (!c)
 		return;
 	ended = cqd_until_end(c, 30000, &ev, &data);
@@ -300,11 +297,10 @@ void cqdata_flood_server(struct proc *p)
  */
 void cqdata_norma_client(struct proc *p)
 {
-	struct cqd *c;
+	struct cqd *c = cqd_open(p, true, false);
 	struct eq_ev ev = { 0 };
-	ssize_t r = -1;
+	ssize_t r;
 
-	c = cqd_open(p, true, false);
 	if (!c)
 		return;
 	r = fi_writedata(c->n.ep, c->tbuf, CQD_WLEN, NULL, 0x5151, 0,
@@ -324,8 +320,8 @@ void cqdata_norma_server(struct proc *p)
 {
 	struct cqd *c;
 	struct eq_ev ev = { 0 };
-	size_t data = 0;
-	bool ended = false;
+	size_t data;
+	bool ended;
 
 	p->no_rma = true;
 	c = cqd_open(p, true, true);

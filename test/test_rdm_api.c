@@ -2227,7 +2227,8 @@ static bool rxm_traffic(struct fi_info *info)
 
 	if (!niov)
 		niov = 1;
-	while (niov > 8 || sizeof(out[0]) % niov)
+	while (niov > sizeof(iov[0]) / sizeof(iov[0][0]) ||
+	       sizeof(out[0]) % niov)
 		niov--;
 
 	ret = fi_fabric(info->fabric_attr, &fab, NULL);

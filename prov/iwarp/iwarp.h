@@ -61,14 +61,24 @@
 /* FI_VARIABLE_MSG in 1.x, FI_EXACT_DIRECTED_RECV in 2.x: receive side */
 #define IWARP_CAP_BIT48		(1ULL << 48)
 
-/* Whether an endpoint with these caps takes remote Writes: FI_RMA with
- * FI_REMOTE_WRITE, or with no role bit at all (all of them implied). */
+#define IWARP_MSG_DIR	(FI_SEND | FI_RECV)
+#define IWARP_RMA_DIR	(FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+/* A bare FI_MSG or FI_RMA means every direction we have for it. */
+static inline uint64_t iwarp_caps_expand(uint64_t caps, uint64_t avail)
+{
+	if ((caps & (FI_MSG | FI_TAGGED)) && !(caps & IWARP_MSG_DIR))
+		caps |= avail & IWARP_MSG_DIR;
+	if ((caps & (FI_RMA | FI_ATOMIC)) && !(caps & IWARP_RMA_DIR))
+		caps |= avail & IWARP_RMA_DIR;
+	return caps;
+}
+
+/* Whether an endpoint with these caps takes remote Writes. */
 static inline bool iwarp_caps_rwrite(uint64_t caps)
 {
-	uint64_t roles = caps & (FI_READ | FI_WRITE | FI_REMOTE_READ |
-				 FI_REMOTE_WRITE);
-
-	return (caps & FI_RMA) && (!roles || (roles & FI_REMOTE_WRITE));
+	return (caps & FI_RMA) &&
+	       (iwarp_caps_expand(caps, IWARP_RMA_DIR) & FI_REMOTE_WRITE);
 }
 
 /* fi_getinfo's version: the application wants the 2.x behaviour. */

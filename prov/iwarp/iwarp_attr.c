@@ -34,8 +34,6 @@
 #define IWARP_MR_CNT		(1 << 20)
 #define IWARP_PROTO_VERSION	1
 
-#define IWARP_MSG_DIR	(FI_SEND | FI_RECV)
-#define IWARP_RMA_DIR	(FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 /* FI_RMA_EVENT: targets count the peers' Writes and Reads (counters) */
 #define IWARP_RMA_CAPS	(FI_RMA | IWARP_RMA_DIR | FI_RMA_EVENT)
 #define IWARP_COMM_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
@@ -582,16 +580,6 @@ static bool iwarp_hints_ok(const struct fi_info *hints,
 }
 
 /* ---- capabilities */
-
-/* A bare FI_MSG or FI_RMA means every direction we have for it. */
-static uint64_t iwarp_caps_expand(uint64_t caps, uint64_t avail)
-{
-	if ((caps & (FI_MSG | FI_TAGGED)) && !(caps & IWARP_MSG_DIR))
-		caps |= avail & IWARP_MSG_DIR;
-	if ((caps & (FI_RMA | FI_ATOMIC)) && !(caps & IWARP_RMA_DIR))
-		caps |= avail & IWARP_RMA_DIR;
-	return caps;
-}
 
 /*
  * The transmit and receive halves of expanded info caps: a class is on

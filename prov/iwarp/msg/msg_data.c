@@ -201,18 +201,18 @@ int iwarp_ep_imm(void *arg, struct iw_qp *qp, uint64_t data,
 	struct iwarp_ep *ep = arg;
 	uint32_t kind = (uint32_t)(data >> 32);
 
-	/* a Write's data to an endpoint that takes no Writes: forged */
-	if (!ep->imm_next && kind == IWARP_IMM_WRITE && !ep->rwrite) {
-		FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
-			"%s: remote CQ data of a Write refused: the endpoint "
-			"has no FI_RMA with FI_REMOTE_WRITE\n",
-			iw_qp_label(qp));
-		return -1;
+	if (!ep->imm_next && kind == IWARP_IMM_WRITE) {
+		/* to an endpoint that takes no Writes: forged */
+		if (!ep->rwrite) {
+			FI_WARN(&iwarp_prov, FI_LOG_EP_DATA,
+				"%s: remote CQ data of a Write refused: the "
+				"endpoint has no FI_RMA with FI_REMOTE_WRITE\n",
+				iw_qp_label(qp));
+			return -1;
+		}
+		return ep->imm_norecv ?
+			       iwarp_imm_norecv(ep, qp, (uint32_t)data) : 1;
 	}
-	if (!ep->imm_next && kind == IWARP_IMM_WRITE && !ep->imm_norecv)
-		return 1;
-	if (!ep->imm_next && kind == IWARP_IMM_WRITE)
-		return iwarp_imm_norecv(ep, qp, (uint32_t)data);
 	if (!ep->imm_next && kind == IWARP_IMM_SEND) {
 		ep->imm_next = true;
 		ep->imm_data = (uint32_t)data;
