@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -2147,6 +2148,122 @@ static int st_tx(struct node *n)
 	return 0;
 }
 
+/* ==== 6d: windows of unexpected messages ==== */
+
+#define UW_N 64		/* a window, as osu_bibw's */
+#define UW_LEN 4096	/* above the record's own room: a buffer each */
+#define UW_ROUNDS 8
+
+/* The first window is of smaller messages, as when osu_bibw goes from
+ * one size to the next: the records of the stored messages are kept
+ * for reuse between those buffers, so the larger ones that follow are
+ * carved from the top of the heap. */
+static size_t uw_len(int k)
+{
+	return k ? UW_LEN : UW_LEN / 4;
+}
+
+/*
+ * Takes UW_ROUNDS windows of UW_N messages, each window stored as
+ * unexpected before its receives are posted. Their buffers are kept for
+ * the next window: once the second is in, the rest fault in (next to)
+ * no new pages. Freed to glibc, each window's buffers left the top of
+ * the heap free, which glibc trimmed and the next window faulted in
+ * again (a page for every 4 KiB of the window).
+ */
+static int uw_rx(struct node *n)
+{
+	static uint8_t in[UW_N][UW_LEN + 64];
+	struct fi_cq_tagged_entry e[UW_N];
+	struct rusage ru;
+	long f0 = 0, faults;
+	int cr[UW_N], cm, i, k, got, r = 0, bad = 0, short_rounds = 0;
+	uint8_t mark;
+
+	if (!check(!node_up(n, FI_MSG | FI_TAGGED, 0),
+		   "unexpected windows: receiver up"))
+		return 1;
+	for (k = 0; k < UW_ROUNDS && !r; k++) {
+		token_put(n, TOK(70 + k));
+		/* the mark comes after the window: all of it is stored */
+		r |= POST(n, fi_trecv(n->ep, &mark, 1, NULL, FI_ADDR_UNSPEC,
+				      0xa02, 0, &cm));
+		if (r || cq_collect(n, e, 1, 15) != 1) {
+			short_rounds++;
+			break;
+		}
+		if (k == 2) {
+			getrusage(RUSAGE_SELF, &ru);
+			f0 = ru.ru_minflt;
+		}
+		for (i = 0; i < UW_N; i++) {
+			memset(in[i], SENT, sizeof(in[i]));
+			r |= POST(n, fi_trecv(n->ep, in[i], sizeof(in[i]), NULL,
+					      FI_ADDR_UNSPEC, 0xa01, 0, &cr[i]));
+		}
+		got = r ? 0 : cq_collect(n, e, UW_N, 15);
+		short_rounds += got != UW_N;
+		for (i = 0; i < got; i++) {
+			int j = (int *)e[i].op_context - cr;
+
+			bad += j < 0 || j >= UW_N || e[i].len != uw_len(k) ||
+			       !pok(in[j], uw_len(k), 300 + k * UW_N + j, 0) ||
+			       !all_is(in[j] + uw_len(k), 64, SENT);
+		}
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	faults = ru.ru_minflt - f0;
+	check(!short_rounds && !bad && k == UW_ROUNDS,
+	      "unexpected windows: %d windows of %d messages (of %d octets, "
+	      "then %d), each stored before its receives, arrive intact "
+	      "(%d rounds short, %d bad)", UW_ROUNDS, UW_N, UW_LEN / 4,
+	      UW_LEN, short_rounds, bad);
+#ifdef __SANITIZE_ADDRESS__
+	(void)faults;
+	check(1, "unexpected windows: page faults not counted: ASan's "
+	      "allocator takes fresh memory for every record # SKIP");
+#else
+	check(faults < UW_N * UW_LEN / 4096,
+	      "unexpected windows: windows 3-%d faulted in %ld pages (less "
+	      "than one window's %d)", UW_ROUNDS, faults,
+	      UW_N * UW_LEN / 4096);
+#endif
+	barrier(n);
+	node_close(n);
+	return 0;
+}
+
+static int uw_tx(struct node *n)
+{
+	static uint8_t out[UW_N][UW_LEN];
+	struct fi_cq_tagged_entry e[UW_N + 1];
+	int cs[UW_N + 1], i, k, r = 0, done = 0;
+	uint8_t mark = 1;
+
+	if (!check(!node_up(n, FI_MSG | FI_TAGGED, 0),
+		   "unexpected windows: sender up"))
+		return 1;
+	for (k = 0; k < UW_ROUNDS && !r; k++) {
+		if (token_wait(n, TOK(70 + k), 20)) {
+			tap_diag("unexpected windows: no round %d", k);
+			break;
+		}
+		for (i = 0; i < UW_N; i++) {
+			pat_fill(out[i], uw_len(k), 300 + k * UW_N + i, 0);
+			r |= POST(n, fi_tsend(n->ep, out[i], uw_len(k), NULL,
+					      n->peer, 0xa01, &cs[i]));
+		}
+		r |= POST(n, fi_tsend(n->ep, &mark, 1, NULL, n->peer, 0xa02,
+				      &cs[UW_N]));
+		done += !r && cq_collect(n, e, UW_N + 1, 15) == UW_N + 1;
+	}
+	check(done == UW_ROUNDS, "unexpected windows: %d windows sent (%d)",
+	      UW_ROUNDS, done);
+	barrier(n);
+	node_close(n);
+	return 0;
+}
+
 /* ==== 7: FI_IWARP_ALLOW_RXM ==== */
 
 static bool is_rxm(const struct fi_info *fi)
@@ -2743,6 +2860,10 @@ static const struct role ei_s[2] = {
 };
 static const struct role st_r = { "stream receiver", 3, st_rx, DEF_EAGER };
 static const struct role st_s = { "stream sender", 5, st_tx, DEF_EAGER };
+static const struct role uw_r = { "unexpected windows receiver", 3, uw_rx,
+				  DEF_EAGER };
+static const struct role uw_s = { "unexpected windows sender", 2, uw_tx,
+				  DEF_EAGER };
 static const struct role pf_r = { "prefix receiver", 4, pf_rx, DEF_EAGER };
 static const struct role pf_s = { "prefix sender", 3, pf_tx, DEF_EAGER };
 static const struct role base_r = { "endpoint base", 8, base_role,
@@ -2769,6 +2890,7 @@ int main(void)
 	for (i = 0; i < 2; i++)
 		run(&ei_r[i], &ei_s[i], 40);
 	run(&st_r, &st_s, 40);
+	run(&uw_r, &uw_s, 40);
 	for (i = 0; i < 2; i++)
 		run(&rxm_r[i], NULL, 30);
 	run(&base_r, NULL, 30);

@@ -320,6 +320,27 @@ static inline void iwarp_stash_fini(struct iwarp_stash *s)
 	s->n = 0;
 }
 
+/*
+ * Payload buffers of unexpected messages kept for reuse, one free list
+ * per power-of-two size from IWARP_RDM_BUF_MIN (fabric lock held), up to
+ * IWARP_RDM_BUF_KEEP octets in all. Freed to glibc, a window of them
+ * left the top of the heap free: glibc gave it back (brk, a TLB
+ * shootdown across CPUs) and the next window faulted it in again, page
+ * by page.
+ */
+#define IWARP_RDM_BUF_MIN_SHIFT 9
+#define IWARP_RDM_BUF_CLASSES 12	/* 512 octets .. 1 MiB */
+#define IWARP_RDM_BUF_KEEP (8u << 20)
+
+struct iwarp_rdm_bufs {
+	void *free[IWARP_RDM_BUF_CLASSES];
+	size_t kept;
+};
+
+void *iwarp_rdm_buf_get(struct iwarp_rdm_bufs *b, size_t len);
+void iwarp_rdm_buf_put(struct iwarp_rdm_bufs *b, void *buf, size_t len);
+void iwarp_rdm_bufs_fini(struct iwarp_rdm_bufs *b);
+
 #define IWARP_RDM_DEST_CACHE 64
 
 struct iwarp_rdm_ep {
@@ -346,6 +367,7 @@ struct iwarp_rdm_ep {
 	struct iwarp_list unexp_tagged, unexp_msg;
 	size_t unexp_bytes;		/* stored unexpected messages */
 	struct iwarp_stash tx_stash, rx_stash, in_stash, ux_stash;
+	struct iwarp_rdm_bufs ux_bufs;	/* unexpected payloads */
 	struct iwarp_rdm_sep *sep;	/* a scalable endpoint's contexts */
 	struct iwarp_eq *eq;		/* FI_JOIN_COMPLETE goes there */
 	bool coll;			/* FI_COLLECTIVE: tag bit 63 is ours */

@@ -115,6 +115,7 @@ int iwarp_rdm_close(struct fid *fid)
 	iwarp_stash_fini(&ep->rx_stash);
 	iwarp_stash_fini(&ep->in_stash);
 	iwarp_stash_fini(&ep->ux_stash);
+	iwarp_rdm_bufs_fini(&ep->ux_bufs);
 	iwarp_ep_base_fini(&ep->base);
 	iwarp_unlock(fab);
 	free(ep);

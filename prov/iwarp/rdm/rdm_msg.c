@@ -11,6 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#else
+#define ASAN_POISON_MEMORY_REGION(a, n) ((void)(a), (void)(n))
+#define ASAN_UNPOISON_MEMORY_REGION(a, n) ((void)(a), (void)(n))
+#endif
+
 /* ---- completions */
 
 /* A receive is done: msglen octets were sent to it (truncation if more
@@ -426,12 +433,74 @@ static void iwarp_rdm_start_read(struct iwarp_rdm_rx *rx)
 		iwarp_rdm_read_done(rx, FI_EIO);
 }
 
+/* The size class of len, or IWARP_RDM_BUF_CLASSES when it has none. */
+static unsigned int iwarp_rdm_buf_class(size_t len)
+{
+	unsigned int c = 0;
+
+	while (c < IWARP_RDM_BUF_CLASSES &&
+	       ((size_t)1 << (IWARP_RDM_BUF_MIN_SHIFT + c)) < len)
+		c++;
+	return c;
+}
+
+void *iwarp_rdm_buf_get(struct iwarp_rdm_bufs *b, size_t len)
+{
+	unsigned int c = iwarp_rdm_buf_class(len);
+	size_t size = (size_t)1 << (IWARP_RDM_BUF_MIN_SHIFT + c);
+	void *p;
+
+	if (c == IWARP_RDM_BUF_CLASSES)
+		return malloc(len);
+	p = b->free[c];
+	if (!p)
+		return malloc(size);
+	ASAN_UNPOISON_MEMORY_REGION(p, size);
+	b->free[c] = *(void **)p;
+	b->kept -= size;
+	return p;
+}
+
+/* buf came from iwarp_rdm_buf_get(b, len); NULL is ignored. */
+void iwarp_rdm_buf_put(struct iwarp_rdm_bufs *b, void *buf, size_t len)
+{
+	unsigned int c = iwarp_rdm_buf_class(len);
+	size_t size = (size_t)1 << (IWARP_RDM_BUF_MIN_SHIFT + c);
+
+	if (!buf)
+		return;
+	if (c == IWARP_RDM_BUF_CLASSES || b->kept + size > IWARP_RDM_BUF_KEEP) {
+		free(buf);
+		return;
+	}
+	*(void **)buf = b->free[c];
+	b->free[c] = buf;
+	b->kept += size;
+	/* a kept buffer read or written is a use after free */
+	ASAN_POISON_MEMORY_REGION(buf, size);
+}
+
+void iwarp_rdm_bufs_fini(struct iwarp_rdm_bufs *b)
+{
+	unsigned int c;
+
+	for (c = 0; c < IWARP_RDM_BUF_CLASSES; c++)
+		while (b->free[c]) {
+			void *p = b->free[c];
+
+			ASAN_UNPOISON_MEMORY_REGION(p, sizeof(void *));
+			b->free[c] = *(void **)p;
+			free(p);
+		}
+	b->kept = 0;
+}
+
 static void iwarp_rdm_ux_free(struct iwarp_rdm_ep *ep,
 			      struct iwarp_rdm_unexp *ux)
 {
 	ep->unexp_bytes -= ux->cost;
 	if (ux->buf != ux->small)
-		free(ux->buf);
+		iwarp_rdm_buf_put(&ep->ux_bufs, ux->buf, ux->hdr.len);
 	iwarp_stash_put(&ep->ux_stash, ux);
 }
 
@@ -534,7 +603,7 @@ static int iwarp_rdm_eager_unexp(struct iwarp_rdm_peer *peer,
 
 	if (ux)
 		ux->buf = in->hdr.len <= sizeof(ux->small) ? ux->small :
-			  malloc(in->hdr.len);
+			  iwarp_rdm_buf_get(&peer->ep->ux_bufs, in->hdr.len);
 	if (!ux || !ux->buf) {
 		iwarp_stash_put(&peer->ep->ux_stash, ux);
 		return -1;
