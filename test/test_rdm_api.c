@@ -29,6 +29,8 @@
  * - the endpoint base shared with MSG: one CQ per direction, counters
  *   for local events only, FI_GET/SETOPSFLAG and getopt/getname
  *   contracts, fi_tx/rx_size_left -FI_ENOSYS, no bind once enabled;
+ * - windows of unexpected messages: their buffers are reused, so later
+ *   windows fault in (next to) no pages;
  * - FI_IWARP_ALLOW_RXM: whether iwarp;ofi_rxm exists and comes before
  *   the native RDM entries, the log line that says it is off, and a
  *   message through iwarp;ofi_rxm when it is on.
