@@ -350,6 +350,7 @@ struct iw_qp {
 	 * from the PD's pool for a pump and goes back once empty, so an
 	 * idle connection holds none */
 	uint8_t *stage;
+	bool stage_big;		/* a spill from the heap, not the pool's */
 	size_t stage_off, stage_len;
 	unsigned int rx_depth;	/* iw_rx_pump calls under way (nested) */
 	bool rx_big;		/* the last read went straight to a payload */
@@ -479,6 +480,7 @@ bool iw_tx_pending(const struct iw_qp *qp);
 /* ---- iw_qprx.c */
 extern const struct iw_rx_ops iw_qprx_ops;
 int iw_rx_pump(struct iw_qp *qp);
+void iw_rx_stage_put(struct iw_qp *qp);
 bool iw_rx_stalled(const struct iw_qp *qp);
 
 #define IW_DEFAULT_TIMEOUT_MS 10000

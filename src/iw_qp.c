@@ -260,7 +260,7 @@ int iw_qp_destroy(struct iw_qp *qp)
 	free(qp->tx_bounce);
 	free(qp->tx_ulpdu);
 	iw_pd_give(&qp->pd->txb_pool, qp->txb);
-	iw_pd_give(&qp->pd->stage_pool, qp->stage);
+	iw_rx_stage_put(qp);
 	free(qp->rcv.peek);
 	iw_mem_free(qp, iw_qp_block_len(qp->sq_size, qp->rq.size));
 	return 0;

@@ -9,6 +9,7 @@
  * triples Linux siw uses (RFC 5040 §7, RFC 5041 §7).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -17,6 +18,8 @@
 #define RXBUF_LEN 16384
 #define RX_DIRECT_MIN 2048	/* payload reads this big skip staging */
 #define RX_HDR_READ 128		/* stage read after a large payload */
+#define RX_GUESS_MAX 3		/* Read Response FPDUs guessed per read */
+#define RX_GUESS_HDR (MPA_FPDU_HDR + DDP_TAGGED_HDR)
 
 static int iw_fail_t(struct iw_err *err, uint8_t ecode, const char *why)
 {
@@ -848,6 +851,204 @@ static bool iw_rx_take(struct iw_qp *qp, size_t n, size_t len, bool direct,
 	return iw_rx_drain_stage(qp) && !drained;
 }
 
+/*
+ * A long Read Response comes in FPDUs of one size, back to back, into the
+ * Read's own buffers: while the rest of one payload is read in place, the
+ * next few are guessed to continue it, so that one recvmsg takes several
+ * (MPA's 16-bit length keeps an FPDU under 64 KiB). Each guess names the
+ * octets it places into: the next piece of the Read's sink, contiguous,
+ * no longer than the Read's remainder, which only that Read's Response
+ * may write. The header read before each guessed payload is compared with
+ * the guess before anything else is done with it; when it differs, all
+ * that was read from there on is moved to a stage of its own and fed as
+ * any staged octets, so a wrong guess costs a copy, never an octet.
+ */
+struct iw_rx_guess {
+	uint8_t *buf;		/* where its payload goes */
+	uint32_t len;		/* its payload */
+	uint64_t to;		/* its TO */
+	uint32_t stag;		/* the Read's sink */
+	uint32_t trail;		/* pad and CRC of the FPDU before it */
+	size_t at;		/* stage offset of that trailer and its header */
+};
+
+/* The FPDUs after the current one, guessed; their count. end is where the
+ * stage octets after the last guessed payload go. */
+static int iw_rx_guesses(struct iw_qp *qp, size_t len, struct iw_rx_guess *g,
+			 size_t *end)
+{
+	const struct iw_rx *rx = &qp->rx;
+	const struct iw_rx_seg *seg = &rx->seg;
+	const struct iw_orqe *o;
+	struct iw_swqe *w;
+	uint32_t trail = mpa_pad(seg->ulpdu_len) + MPA_CRC_LEN;
+	uint64_t off;
+	size_t at = 0;
+	int n = 0;
+
+	if (rx->markers || rx->discard || !seg->hdr.tagged ||
+	    seg->hdr.opcode != RDMAP_READ_RESP || seg->hdr.last ||
+	    len != rx->payload_left || !qp->orq_count)
+		return 0;
+	o = &qp->orq[qp->orq_head];
+	w = iw_orq_wqe(qp, o);
+	if (!w || o->atomic || seg->hdr.stag != o->sink_stag)
+		return 0;
+	off = (uint64_t)o->got + seg->payload_len;
+	while (n < RX_GUESS_MAX && off < o->len) {
+		struct iw_rx_dst d;
+		uint64_t left = o->len - off;
+		uint32_t l = left < seg->payload_len ? (uint32_t)left :
+						       seg->payload_len;
+
+		if (!iw_sge_at(w->sge, w->nsge, off, &d) || !d.buf ||
+		    d.len < l)
+			break;
+		g[n] = (struct iw_rx_guess){ .buf = d.buf, .len = l,
+					     .to = o->sink_to + off,
+					     .stag = o->sink_stag,
+					     .trail = trail, .at = at };
+		at += trail + RX_GUESS_HDR;
+		trail = mpa_pad(DDP_TAGGED_HDR + l) + MPA_CRC_LEN;
+		off += l;
+		n++;
+	}
+	*end = at;
+	return n;
+}
+
+/* Whether the header at p is the one g guessed. */
+static bool iw_rx_guess_ok(const uint8_t *p, const struct iw_rx_guess *g)
+{
+	struct ddp_hdr h;
+	struct iw_err err;
+
+	return iw_get16(p) == DDP_TAGGED_HDR + g->len &&
+	       ddp_hdr_size(p[MPA_FPDU_HDR]) == DDP_TAGGED_HDR &&
+	       !ddp_hdr_parse(p + MPA_FPDU_HDR, DDP_TAGGED_HDR, &h, &err) &&
+	       h.tagged && h.opcode == RDMAP_READ_RESP &&
+	       h.stag == g->stag && h.to == g->to;
+}
+/* One read: the rest of the current payload, then for each guess the
+ * trailer and header before it (staged) and its payload in place, then
+ * what follows the last (staged). */
+static ssize_t iw_rx_recv_guess(struct iw_qp *qp, uint8_t *buf, size_t len,
+				const struct iw_rx_guess *g, int ng,
+				size_t end, size_t *asked)
+{
+	struct iovec v[2 + 2 * RX_GUESS_MAX];
+	struct msghdr mh = { .msg_iov = v };
+	int i, k = 0;
+
+	v[k++] = (struct iovec){ buf, len };
+	for (i = 0; i < ng; i++) {
+		v[k++] = (struct iovec){ qp->stage + g[i].at,
+					 g[i].trail + RX_GUESS_HDR };
+		v[k++] = (struct iovec){ g[i].buf, g[i].len };
+	}
+	v[k++] = (struct iovec){ qp->stage + end, RX_HDR_READ };
+	mh.msg_iovlen = (size_t)k;
+	*asked = 0;
+	while (k--)
+		*asked += v[k].iov_len;
+	return recvmsg(qp->fd, &mh, MSG_DONTWAIT);
+}
+
+/*
+ * A guess was wrong: the n octets read from guess j's staged trailer on
+ * (or from its payload, when its header was taken) become the stage, in
+ * stream order, and are fed from there. They are moved before a byte of
+ * them is used, since feeding them places payload where they lie.
+ */
+static bool iw_rx_spill(struct iw_qp *qp, const struct iw_rx_guess *g,
+			int ng, int j, bool hdr_taken, size_t end, size_t n)
+{
+	size_t cap = n > IW_RX_STAGE ? n : IW_RX_STAGE, at = 0, take;
+	uint8_t *sp = malloc(cap);
+	struct iw_err err;
+
+	if (!sp) {
+		iw_fail(&err, IW_LAYER_LLP, MPA_ETYPE, MPA_ECODE_CLOSED,
+			"no memory for the receive stage");
+		iw_qp_fatal(qp, &err, NULL, false);
+		return false;
+	}
+	for (; j < ng && n; j++, hdr_taken = false) {
+		if (!hdr_taken) {
+			take = g[j].trail + RX_GUESS_HDR;
+			take = n < take ? n : take;
+			memcpy(sp + at, qp->stage + g[j].at, take);
+			at += take;
+			n -= take;
+		}
+		take = n < g[j].len ? n : g[j].len;
+		memcpy(sp + at, g[j].buf, take);
+		at += take;
+		n -= take;
+	}
+	memcpy(sp + at, qp->stage + end, n);
+	at += n;
+	iw_rx_stage_put(qp);
+	qp->stage = sp;
+	qp->stage_big = true;
+	qp->stage_off = 0;
+	qp->stage_len = at;
+	return iw_rx_drain_stage(qp);
+}
+
+/* Feeds n octets read by iw_rx_recv_guess; false when the pump should
+ * stop (as iw_rx_take). */
+static bool iw_rx_take_guess(struct iw_qp *qp, size_t n, size_t len,
+			     const struct iw_rx_guess *g, int ng, size_t end,
+			     bool drained)
+{
+	size_t placed = n < len ? n : len;
+	int j;
+
+	qp->rx_big = true;
+	if (iw_rx_advance(&qp->rx, placed)) {
+		iw_rx_failed(qp);
+		return false;
+	}
+	n -= placed;
+	for (j = 0; j < ng && n; j++) {
+		size_t hl = g[j].trail + RX_GUESS_HDR;
+		size_t a = n < hl ? n : hl, want;
+		uint8_t *buf;
+
+		/* only a header that is the one guessed may go first:
+		 * anything else must not see the payload's octets placed */
+		if (n > hl && !iw_rx_guess_ok(qp->stage + g[j].at + g[j].trail,
+					      &g[j]))
+			return iw_rx_spill(qp, g, ng, j, false, end, n) &&
+			       !drained;
+		/* the previous FPDU's trailer (not its Read's last, which
+		 * is not guessed past: no completion runs here) and the
+		 * guessed header */
+		qp->stage_off = g[j].at;
+		qp->stage_len = a;
+		if (!iw_rx_drain_stage(qp))
+			return false;
+		n -= a;
+		if (!n)
+			break;
+		iw_rx_want(&qp->rx, &buf, &want);
+		if (qp->rx.state != IW_RX_PAYLOAD || buf != g[j].buf ||
+		    want < (n < g[j].len ? n : g[j].len))
+			return iw_rx_spill(qp, g, ng, j, true, end, n) &&
+			       !drained;
+		a = n < g[j].len ? n : g[j].len;
+		if (iw_rx_advance(&qp->rx, a)) {
+			iw_rx_failed(qp);
+			return false;
+		}
+		n -= a;
+	}
+	qp->stage_off = end;
+	qp->stage_len = n;
+	return iw_rx_drain_stage(qp) && !drained;
+}
+
 /* The stream can be read now: what is staged went through and, after an
  * empty read, poll() says more has come. */
 static bool iw_rx_ready(struct iw_qp *qp)
@@ -876,10 +1077,12 @@ static void iw_rx_pump_stage(struct iw_qp *qp)
 		return;
 	while (qp->fd >= 0 && !qp->rx_eof && budget &&
 	       qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {
+		struct iw_rx_guess g[RX_GUESS_MAX];
 		uint8_t *buf;
-		size_t len, asked;
+		size_t len, asked, end = 0;
 		ssize_t n;
 		bool direct, cut;
+		int ng;
 
 		iw_rx_want(&qp->rx, &buf, &len);
 		if (!len) {
@@ -889,7 +1092,9 @@ static void iw_rx_pump_stage(struct iw_qp *qp)
 		}
 		/* after a large segment the next is likely large too */
 		direct = qp->rx.state == IW_RX_PAYLOAD && len >= RX_DIRECT_MIN;
-		n = iw_rx_recv(qp, buf, len, direct, &asked);
+		ng = direct ? iw_rx_guesses(qp, len, g, &end) : 0;
+		n = ng ? iw_rx_recv_guess(qp, buf, len, g, ng, end, &asked) :
+			 iw_rx_recv(qp, buf, len, direct, &asked);
 		if (n < 0 && iw_rx_recv_failed(qp))
 			continue;
 		if (n <= 0) {
@@ -903,9 +1108,23 @@ static void iw_rx_pump_stage(struct iw_qp *qp)
 		qp->stats.rx_calls++;
 		qp->stats.rx_short += cut;
 		budget -= (size_t)n < budget ? (size_t)n : budget;
-		if (!iw_rx_take(qp, (size_t)n, len, direct, cut))
+		if (ng ? !iw_rx_take_guess(qp, (size_t)n, len, g, ng, end,
+					   cut) :
+			 !iw_rx_take(qp, (size_t)n, len, direct, cut))
 			break;
 	}
+}
+
+/* Gives the stage back: to the pool, or to the heap when it is a spill
+ * (iw_rx_spill) of another size. */
+void iw_rx_stage_put(struct iw_qp *qp)
+{
+	if (qp->stage_big)
+		free(qp->stage);
+	else
+		iw_pd_give(&qp->pd->stage_pool, qp->stage);
+	qp->stage = NULL;
+	qp->stage_big = false;
 }
 
 /* Holds a stage from the PD's pool for the pump; an empty one goes back
@@ -923,10 +1142,8 @@ int iw_rx_pump(struct iw_qp *qp)
 	}
 	qp->rx_depth++;
 	iw_rx_pump_stage(qp);
-	if (!--qp->rx_depth && !qp->stage_len) {
-		iw_pd_give(&qp->pd->stage_pool, qp->stage);
-		qp->stage = NULL;
-	}
+	if (!--qp->rx_depth && !qp->stage_len)
+		iw_rx_stage_put(qp);
 	return 0;
 }
 

@@ -3184,7 +3184,7 @@ static void test_read_stream_calls(void)
 {
 	enum { N = 4, LEN = 1 << 20 };
 	uint8_t *sink = malloc((size_t)N * LEN);
-	struct iw_qp_stats s0 = { 0 }, s1 = { 0 };
+	struct iw_qp_stats s0 = { 0 }, s1 = { 0 }, a0 = { 0 }, a1 = { 0 };
 	struct eu_pair_cfg cfg;
 	struct want w = { 0 };
 	struct eu_buf src = { 0 };
@@ -3202,6 +3202,7 @@ static void test_read_stream_calls(void)
 		eu_fill(src.addr, (size_t)N * LEN, 91);
 		memset(sink, 0, (size_t)N * LEN);
 		iw_qp_stats(p.b.qp, &s0);
+		iw_qp_stats(p.a.qp, &a0);
 		/* the Requests leave together: the responder queues all
 		 * four before it answers the first */
 		for (i = 0; i < N && !rc; i++) {
@@ -3216,8 +3217,19 @@ static void test_read_stream_calls(void)
 		ok = !rc && wait_want(&w, 10000) &&
 		     !memcmp(sink, src.addr, (size_t)N * LEN);
 		iw_qp_stats(p.b.qp, &s1);
+		iw_qp_stats(p.a.qp, &a1);
 	}
 	report(ok, "read stream: %d Reads of 1 MiB come back intact", N);
+	/* each payload is read with the next ones it is guessed to go on
+	 * into (iw_rx_guesses): a call that found the socket short of what
+	 * it asked is the scheduler's, the full ones are counted */
+	a1.rx_calls -= a0.rx_calls + (a1.rx_short - a0.rx_short);
+	a1.rx_fpdus -= a0.rx_fpdus;
+	report(ok && a1.rx_fpdus >= 4 * 16 && a1.rx_calls * 2 <= a1.rx_fpdus,
+	       "read stream: the Reads' issuer takes their %llu FPDUs in "
+	       "%llu full receive calls, at most one per two",
+	       (unsigned long long)a1.rx_fpdus,
+	       (unsigned long long)a1.rx_calls);
 	/* 256 KiB pieces take 4 or 5 a Read, 16 or more in all; one call
 	 * each while others wait and 4 for the last make 7, and a full
 	 * socket may add one or two */

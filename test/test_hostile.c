@@ -62,10 +62,14 @@
 #define SRC_LEN (16u << 20)
 #define ATOM_ADD 0x0102030405060708ull	/* the valid FetchAdd's operand */
 #define CASE_ALARM_S 60		/* a hung case process is killed */
+#define GUESS_LEN 200000	/* the long Read of run_guess */
+#define GUESS_GUARD 4096
+#define GUESS_PORT_BASE 23955
 
 /* ---- registered regions, allocated once */
 
-enum { MR_W, MR_NW, MR_PD2, MR_TOP, MR_SINK, MR_SRC, MR_ATOM, N_MR };
+enum { MR_W, MR_NW, MR_PD2, MR_TOP, MR_SINK, MR_SRC, MR_ATOM, MR_GUESS,
+       N_MR };
 
 struct mr_spec {
 	const char *name;
@@ -92,6 +96,9 @@ static const struct mr_spec mr_specs[N_MR] = {
 	/* malloc'ed, so TO 0 is 8-octet aligned in memory */
 	[MR_ATOM] = { "atomic", 4096, false, 0,
 		      IW_ACC_LOCAL_WRITE | IW_ACC_REMOTE_ATOMIC },
+	/* a long Read's sink between two guard pages (run_guess) */
+	[MR_GUESS] = { "long-read-sink", GUESS_LEN + 2 * GUESS_GUARD, false, 0,
+		       IW_ACC_LOCAL_WRITE },
 };
 
 static uint8_t *region[N_MR];
@@ -152,6 +159,7 @@ struct hcase {
 	bool recv0_err;		/* first receive may fail instead of flush */
 	bool read_rem;		/* engine's Read may complete REM_ERROR */
 	bool want_close;	/* listener: engine must close the socket */
+	int guess;		/* run_guess: the plan of the Response */
 	unsigned int close_min_ms;
 };
 
@@ -194,6 +202,7 @@ struct peer {
 	struct iw_rx rx;
 	bool rx_on, rx_bad;
 	int n_seg, n_term, after_term, n_rreq;
+	struct rdmap_rreq rreq;		/* the engine's last Read Request */
 	int n_areq, n_aresp;
 	struct rdmap_areq areq;		/* the engine's last Atomic Request */
 	struct rdmap_aresp aresp;	/* the engine's last Atomic Response */
@@ -530,8 +539,10 @@ static int peer_seg_done(void *arg, const struct iw_rx_seg *seg,
 {
 	struct peer *p = arg;
 
-	if (seg->hdr.opcode == RDMAP_READ_REQ)
+	if (seg->hdr.opcode == RDMAP_READ_REQ) {
 		p->n_rreq++;
+		p->rreq = seg->rreq;
+	}
 	if (seg->hdr.opcode == RDMAP_ATOMIC_REQ) {
 		p->n_areq++;
 		p->areq = seg->areq;
@@ -1927,6 +1938,190 @@ out:
 	eng_close(c);
 }
 
+/*
+ * A long Read answered in FPDUs the engine may guess wrong
+ * (iw_rx_guesses): sizes that change, a Send between them, a header that
+ * is not the one guessed. The whole Response is sent at once or in random
+ * pieces with the engine reading in between. What must hold: a good
+ * Response lands whole and completes the Read, a bad one ends in its
+ * Terminate; either way no octet lands outside the Read's own sink.
+ */
+enum { G_END, G_RRESP, G_SEND, G_WRITE };
+
+struct gstep {
+	uint8_t kind;
+	uint32_t len;
+	int64_t to_delta;	/* added to the TO due */
+	uint32_t stag_xor;	/* applied to the sink STag */
+};
+
+static const struct gstep gplans[][8] = {
+	/* one size, as a responder sends */
+	{ { G_RRESP, 65000 }, { G_RRESP, 65000 }, { G_RRESP, 65000 },
+	  { G_RRESP, 5000 } },
+	/* shorter, then longer, than the one before */
+	{ { G_RRESP, 40000 }, { G_RRESP, 100 }, { G_RRESP, 59900 },
+	  { G_RRESP, 60000 }, { G_RRESP, 40000 } },
+	{ { G_RRESP, 30000 }, { G_RRESP, 60000 }, { G_RRESP, 60000 },
+	  { G_RRESP, 50000 } },
+	/* a Send between two of them */
+	{ { G_RRESP, 40000 }, { G_SEND, 64 }, { G_RRESP, 60000 },
+	  { G_RRESP, 60000 }, { G_RRESP, 40000 } },
+	/* the second at the wrong offset, the third to the wrong STag */
+	{ { G_RRESP, 40000 }, { G_RRESP, 40000, 8 } },
+	{ { G_RRESP, 40000 }, { G_RRESP, 40000 }, { G_RRESP, 40000, 0, 2 } },
+	/* a Write into the middle of the Response */
+	{ { G_RRESP, 40000 }, { G_WRITE, 40000 } },
+};
+
+static uint8_t gpat(uint64_t i)
+{
+	return (uint8_t)(i * 131 + (i >> 9) + 7);
+}
+
+/* The plan's FPDUs, back to back; their length, 0 if they do not fit. */
+static size_t guess_stream(const struct hctx *c, const struct gstep *st,
+			   uint8_t *out, size_t cap)
+{
+	static uint8_t u[DDP_TAGGED_HDR + 65536];
+	uint64_t off = 0;
+	size_t at = 0;
+	int i;
+
+	for (i = 0; i < 8 && st[i].kind != G_END; i++) {
+		struct ddp_hdr h = {
+			.tagged = true, .ddp_ver = DDP_VERSION,
+			.rdmap_ver = RDMAP_VERSION,
+			.opcode = RDMAP_READ_RESP,
+			.stag = c->peer.rreq.sink_stag ^ st[i].stag_xor,
+			.to = c->peer.rreq.sink_to + off +
+			      (uint64_t)st[i].to_delta,
+		};
+		size_t ul = DDP_TAGGED_HDR + st[i].len, hl = DDP_TAGGED_HDR;
+		ssize_t n;
+		uint32_t j;
+
+		if (st[i].kind == G_SEND) {
+			ul = ulpdu_untagged(u, RDMAP_SEND, DDP_QN_SEND, 1, 0,
+					    st[i].len, true);
+		} else if (st[i].kind == G_WRITE) {
+			ul = ulpdu_tagged(u, pick_stag(c, MR_W), 0, 1);
+		} else {
+			h.last = off + st[i].len == GUESS_LEN;
+			ddp_hdr_build(u, hl, &h);
+			for (j = 0; j < st[i].len; j++)
+				u[hl + j] = gpat(off + j);
+			off += st[i].len;
+		}
+		n = mpa_fpdu_build(out + at, cap - at, u, ul, c->peer.crc,
+				   false, NULL);
+		if (n < 0)
+			return 0;
+		at += (size_t)n;
+	}
+	return at;
+}
+
+static bool read_done(struct hctx *c)
+{
+	int i;
+
+	for (i = 0; i < c->n_wr; i++)
+		if (c->wr[i].kind == WR_READ && !c->wr[i].done)
+			return c->peer.eof;
+	return true;
+}
+
+static void run_guess(const struct hcase *k, unsigned short port)
+{
+	const struct gstep *st = gplans[k->guess];
+	struct hctx *c = ctx_new(k, port);
+	uint8_t *sink = region[MR_GUESS] + GUESS_GUARD, *stream = NULL;
+	struct iw_sge sge = { sink, GUESS_LEN };
+	struct iw_send_wr wr = {
+		.op = IW_WR_READ, .flags = IW_WR_SIGNALED, .sgl = &sge,
+		.num_sge = 1, .rstag = PEER_STAG, .rto = 0,
+	};
+	bool good = true, whole = true, guards = true;
+	uint64_t seed = k->msn;
+	size_t len = 0, at = 0, j;
+	const struct wrrec *rd = NULL;
+	int i;
+
+	for (i = 0; i < 8 && st[i].kind != G_END; i++)
+		good &= st[i].kind != G_WRITE && !st[i].to_delta &&
+			!st[i].stag_xor;
+	if (!responder_setup(c))
+		goto out;
+	if (post_send(c, &wr, WR_READ) ||
+	    !drive(c, peer_saw_rreq, SETUP_MS) || c->peer.n_rreq != 1) {
+		tap_ok(0, "%s: the engine's Read reached the peer", k->name);
+		goto out;
+	}
+	stream = malloc(GUESS_LEN + 4096);
+	len = stream ? guess_stream(c, st, stream, GUESS_LEN + 4096) : 0;
+	/* seed 0: all at once; else pieces of 1 octet to 96 KiB */
+	while (at < len) {
+		size_t n = len - at;
+
+		if (seed) {
+			seed = seed * 6364136223846793005ull +
+			       1442695040888963407ull;
+			n = (size_t)(seed >> 33) % 98304 + 1;
+			if (!(seed >> 62))
+				n = (size_t)(seed >> 33) % 24 + 1;
+			n = n < len - at ? n : len - at;
+		}
+		if (peer_send(c, stream + at, n))
+			break;
+		at += n;
+		if (seed)
+			step(c, 0);
+	}
+	drive(c, read_done, CASE_MS);
+	drive(c, never, 20);
+	for (i = 0; i < c->n_wr; i++)
+		if (c->wr[i].kind == WR_READ)
+			rd = &c->wr[i];
+	for (j = 0; j < GUESS_GUARD; j++)
+		guards &= region[MR_GUESS][j] == FILL &&
+			  sink[GUESS_LEN + j] == FILL;
+	for (j = 0; good && j < GUESS_LEN; j++)
+		whole &= sink[j] == gpat(j);
+	if (good) {
+		tap_ok(at == len && rd && rd->done == 1 &&
+		       rd->status == IW_WC_SUCCESS && !c->peer.n_term &&
+		       iw_qp_state(c->qp) == IW_QPS_RTS,
+		       "%s: the Read completes, no Terminate, QP in RTS "
+		       "(sent %zu of %zu, Read %s %d, %d Terminates)", k->name,
+		       at, len, rd && rd->done ? "status" : "pending",
+		       rd ? (int)rd->status : -1, c->peer.n_term);
+		tap_ok(whole && guards, "%s: the Response lands whole, "
+		       "nothing around it touched", k->name);
+	} else {
+		tap_ok(c->peer.n_term == 1 && c->peer.term.layer == k->layer &&
+		       c->peer.term.etype == k->etype &&
+		       c->peer.term.ecode == k->ecode,
+		       "%s: Terminate %u/%u/%u, %u/%u/%u due", k->name,
+		       c->peer.term.layer, c->peer.term.etype,
+		       c->peer.term.ecode, k->layer, k->etype, k->ecode);
+		tap_ok(rd && rd->done == 1 && rd->status != IW_WC_SUCCESS &&
+		       guards, "%s: the Read fails, nothing outside its sink "
+		       "touched (Read %s %d)", k->name,
+		       rd && rd->done ? "status" : "pending",
+		       rd ? (int)rd->status : -1);
+	}
+	/* the Send between Response FPDUs took a receive */
+	for (i = 0; good && i < 8 && st[i].kind != G_END; i++)
+		if (st[i].kind == G_SEND)
+			tap_ok(c->wr[0].kind == WR_RECV && c->wr[0].done == 1 &&
+			       c->wr[0].status == IW_WC_SUCCESS,
+			       "%s: the Send completes its receive", k->name);
+out:
+	free(stream);
+	eng_close(c);
+}
+
 /* ---- the cases */
 
 #define TERM_CASE .run = run_term, .pre = PRE_RTR | PRE_READ
@@ -1947,6 +2142,8 @@ out:
 	.hdr_req = RDMAP_TERM_M | RDMAP_TERM_D
 #define ATOMIC_CASE(i) .run = run_term, RECVS(4, RECV_BUF), \
 	.port = ATOMIC_PORT_BASE + (i) % ATOMIC_PORTS
+#define GUESS_CASE(i, plan) .run = run_guess, .pre = PRE_RTR, \
+	RECVS(2, RECV_BUF), .port = GUESS_PORT_BASE + (i), .guess = (plan)
 
 static const struct hcase cases[] = {
 	/* tagged RDMA Writes (RFC 5041 §7.2, tagged buffer errors) */
@@ -2098,6 +2295,30 @@ static const struct hcase cases[] = {
 	  .msn = 2, DDP_ERR(DDP_ETYPE_UNTAGGED, DDP_ECODE_UT_MSN_RANGE) },
 	{ "read response where an atomic response is due", ATOMIC_CASE(19),
 	  .pre = PRE_RTR | PRE_ATOMIC, .atomics = true, .act = act_rresp,
+	  DDP_ERR(DDP_ETYPE_TAGGED, DDP_ECODE_T_INVALID_STAG) },
+	/* a long Read's Response, guessed FPDU by FPDU (.msn: the seed of
+	 * the pieces it is sent in, 0: at once) */
+	{ "long read response of one FPDU size", GUESS_CASE(0, 0) },
+	{ "long read response of one FPDU size, in pieces",
+	  GUESS_CASE(1, 0), .msn = 11 },
+	{ "long read response in FPDUs that shrink and grow",
+	  GUESS_CASE(2, 1) },
+	{ "long read response in FPDUs that shrink and grow, in pieces",
+	  GUESS_CASE(3, 1), .msn = 12 },
+	{ "long read response in FPDUs that grow, in pieces",
+	  GUESS_CASE(4, 2), .msn = 13 },
+	{ "long read response with a send between its FPDUs",
+	  GUESS_CASE(5, 3) },
+	{ "long read response with a send between, in pieces",
+	  GUESS_CASE(6, 3), .msn = 14 },
+	{ "long read response, second FPDU at the wrong offset",
+	  GUESS_CASE(7, 4),
+	  DDP_ERR(DDP_ETYPE_TAGGED, DDP_ECODE_T_BASE_BOUNDS) },
+	{ "long read response, third FPDU to the wrong STag",
+	  GUESS_CASE(8, 5),
+	  DDP_ERR(DDP_ETYPE_TAGGED, DDP_ECODE_T_INVALID_STAG) },
+	{ "long read response with a write into its middle",
+	  GUESS_CASE(9, 6),
 	  DDP_ERR(DDP_ETYPE_TAGGED, DDP_ECODE_T_INVALID_STAG) },
 };
 
