@@ -792,23 +792,6 @@ static bool iw_rx_drain_stage(struct iw_qp *qp)
 	return qp->rx.state != IW_RX_STALLED;
 }
 
-/* One read: a large payload piece in place with what follows it
- * (trailer, next header) through the stage, or the stage alone. */
-static ssize_t iw_rx_recv(struct iw_qp *qp, uint8_t *buf, size_t len,
-			  bool direct, size_t *asked)
-{
-	if (direct) {
-		struct iovec v[2] = { { buf, len },
-				      { qp->stage, RX_HDR_READ } };
-		struct msghdr mh = { .msg_iov = v, .msg_iovlen = 2 };
-
-		*asked = len + RX_HDR_READ;
-		return recvmsg(qp->fd, &mh, MSG_DONTWAIT);
-	}
-	*asked = qp->rx_big ? RX_HDR_READ : IW_RX_STAGE;
-	return recv(qp->fd, qp->stage, *asked, MSG_DONTWAIT);
-}
-
 /* A read that failed; true when it is worth trying again at once. */
 static bool iw_rx_recv_failed(struct iw_qp *qp)
 {
@@ -827,28 +810,6 @@ static bool iw_rx_recv_failed(struct iw_qp *qp)
 		"TCP receive failed");
 	iw_qp_fatal(qp, &err, NULL, false);
 	return false;
-}
-
-/* Feeds n octets just read (the first len of them placed already when
- * direct); false when the pump should stop. */
-static bool iw_rx_take(struct iw_qp *qp, size_t n, size_t len, bool direct,
-		       bool drained)
-{
-	qp->rx_big = direct;
-	if (direct) {
-		size_t placed = n < len ? n : len;
-
-		if (iw_rx_advance(&qp->rx, placed)) {
-			iw_rx_failed(qp);
-			return false;
-		}
-		if (n == placed)
-			return !drained;
-		n -= placed;
-	}
-	qp->stage_off = 0;
-	qp->stage_len = n;
-	return iw_rx_drain_stage(qp) && !drained;
 }
 
 /*
@@ -872,10 +833,20 @@ struct iw_rx_guess {
 	size_t at;		/* stage offset of that trailer and its header */
 };
 
-/* The FPDUs after the current one, guessed; their count. end is where the
- * stage octets after the last guessed payload go. */
-static int iw_rx_guesses(struct iw_qp *qp, size_t len, struct iw_rx_guess *g,
-			 size_t *end)
+/* What one read asks for: with direct, len octets of payload in place at
+ * buf, then ng guessed FPDUs, then the stage from end on; else the stage
+ * alone. */
+struct iw_rx_read {
+	uint8_t *buf;
+	size_t len;
+	bool direct;
+	int ng;
+	size_t end;
+	struct iw_rx_guess g[RX_GUESS_MAX];
+};
+
+/* Guesses the FPDUs after the current one into r (r->ng, r->end). */
+static void iw_rx_guesses(struct iw_qp *qp, struct iw_rx_read *r)
 {
 	const struct iw_rx *rx = &qp->rx;
 	const struct iw_rx_seg *seg = &rx->seg;
@@ -883,19 +854,17 @@ static int iw_rx_guesses(struct iw_qp *qp, size_t len, struct iw_rx_guess *g,
 	struct iw_swqe *w;
 	uint32_t trail = mpa_pad(seg->ulpdu_len) + MPA_CRC_LEN;
 	uint64_t off;
-	size_t at = 0;
-	int n = 0;
 
 	if (rx->markers || rx->discard || !seg->hdr.tagged ||
 	    seg->hdr.opcode != RDMAP_READ_RESP || seg->hdr.last ||
-	    len != rx->payload_left || !qp->orq_count)
-		return 0;
+	    r->len != rx->payload_left || !qp->orq_count)
+		return;
 	o = &qp->orq[qp->orq_head];
 	w = iw_orq_wqe(qp, o);
 	if (!w || o->atomic || seg->hdr.stag != o->sink_stag)
-		return 0;
+		return;
 	off = (uint64_t)o->got + seg->payload_len;
-	while (n < RX_GUESS_MAX && off < o->len) {
+	while (r->ng < RX_GUESS_MAX && off < o->len) {
 		struct iw_rx_dst d;
 		uint64_t left = o->len - off;
 		uint32_t l = left < seg->payload_len ? (uint32_t)left :
@@ -904,17 +873,29 @@ static int iw_rx_guesses(struct iw_qp *qp, size_t len, struct iw_rx_guess *g,
 		if (!iw_sge_at(w->sge, w->nsge, off, &d) || !d.buf ||
 		    d.len < l)
 			break;
-		g[n] = (struct iw_rx_guess){ .buf = d.buf, .len = l,
-					     .to = o->sink_to + off,
-					     .stag = o->sink_stag,
-					     .trail = trail, .at = at };
-		at += trail + RX_GUESS_HDR;
+		r->g[r->ng++] = (struct iw_rx_guess){
+			.buf = d.buf, .len = l, .to = o->sink_to + off,
+			.stag = o->sink_stag, .trail = trail, .at = r->end };
+		r->end += trail + RX_GUESS_HDR;
 		trail = mpa_pad(DDP_TAGGED_HDR + l) + MPA_CRC_LEN;
 		off += l;
-		n++;
 	}
-	*end = at;
-	return n;
+}
+
+/* What the next read asks for; false when the stream wants nothing
+ * (stalled, or failed). */
+static bool iw_rx_plan(struct iw_qp *qp, struct iw_rx_read *r)
+{
+	iw_rx_want(&qp->rx, &r->buf, &r->len);
+	if (!r->len)
+		return false;
+	/* after a large segment the next is likely large too */
+	r->direct = qp->rx.state == IW_RX_PAYLOAD && r->len >= RX_DIRECT_MIN;
+	r->ng = 0;
+	r->end = 0;
+	if (r->direct)
+		iw_rx_guesses(qp, r);
+	return true;
 }
 
 /* Whether the header at p is the one g guessed. */
@@ -926,27 +907,31 @@ static bool iw_rx_guess_ok(const uint8_t *p, const struct iw_rx_guess *g)
 	return iw_get16(p) == DDP_TAGGED_HDR + g->len &&
 	       ddp_hdr_size(p[MPA_FPDU_HDR]) == DDP_TAGGED_HDR &&
 	       !ddp_hdr_parse(p + MPA_FPDU_HDR, DDP_TAGGED_HDR, &h, &err) &&
-	       h.tagged && h.opcode == RDMAP_READ_RESP &&
-	       h.stag == g->stag && h.to == g->to;
+	       h.opcode == RDMAP_READ_RESP && h.stag == g->stag &&
+	       h.to == g->to;
 }
-/* One read: the rest of the current payload, then for each guess the
- * trailer and header before it (staged) and its payload in place, then
- * what follows the last (staged). */
-static ssize_t iw_rx_recv_guess(struct iw_qp *qp, uint8_t *buf, size_t len,
-				const struct iw_rx_guess *g, int ng,
-				size_t end, size_t *asked)
+
+/* One read: the rest of the current payload in place, then for each
+ * guess the trailer and header before it (staged) and its payload in
+ * place, then what follows (staged); or the stage alone. */
+static ssize_t iw_rx_recv(struct iw_qp *qp, const struct iw_rx_read *r,
+			  size_t *asked)
 {
 	struct iovec v[2 + 2 * RX_GUESS_MAX];
 	struct msghdr mh = { .msg_iov = v };
 	int i, k = 0;
 
-	v[k++] = (struct iovec){ buf, len };
-	for (i = 0; i < ng; i++) {
-		v[k++] = (struct iovec){ qp->stage + g[i].at,
-					 g[i].trail + RX_GUESS_HDR };
-		v[k++] = (struct iovec){ g[i].buf, g[i].len };
+	if (!r->direct) {
+		*asked = qp->rx_big ? RX_HDR_READ : IW_RX_STAGE;
+		return recv(qp->fd, qp->stage, *asked, MSG_DONTWAIT);
 	}
-	v[k++] = (struct iovec){ qp->stage + end, RX_HDR_READ };
+	v[k++] = (struct iovec){ r->buf, r->len };
+	for (i = 0; i < r->ng; i++) {
+		v[k++] = (struct iovec){ qp->stage + r->g[i].at,
+					 r->g[i].trail + RX_GUESS_HDR };
+		v[k++] = (struct iovec){ r->g[i].buf, r->g[i].len };
+	}
+	v[k++] = (struct iovec){ qp->stage + r->end, RX_HDR_READ };
 	mh.msg_iovlen = (size_t)k;
 	*asked = 0;
 	while (k--)
@@ -960,8 +945,8 @@ static ssize_t iw_rx_recv_guess(struct iw_qp *qp, uint8_t *buf, size_t len,
  * stream order, and are fed from there. They are moved before a byte of
  * them is used, since feeding them places payload where they lie.
  */
-static bool iw_rx_spill(struct iw_qp *qp, const struct iw_rx_guess *g,
-			int ng, int j, bool hdr_taken, size_t end, size_t n)
+static bool iw_rx_spill(struct iw_qp *qp, const struct iw_rx_read *r, int j,
+			bool hdr_taken, size_t n)
 {
 	size_t cap = n > IW_RX_STAGE ? n : IW_RX_STAGE, at = 0, take;
 	uint8_t *sp = malloc(cap);
@@ -973,20 +958,22 @@ static bool iw_rx_spill(struct iw_qp *qp, const struct iw_rx_guess *g,
 		iw_qp_fatal(qp, &err, NULL, false);
 		return false;
 	}
-	for (; j < ng && n; j++, hdr_taken = false) {
+	for (; j < r->ng && n; j++, hdr_taken = false) {
+		const struct iw_rx_guess *g = &r->g[j];
+
 		if (!hdr_taken) {
-			take = g[j].trail + RX_GUESS_HDR;
+			take = g->trail + RX_GUESS_HDR;
 			take = n < take ? n : take;
-			memcpy(sp + at, qp->stage + g[j].at, take);
+			memcpy(sp + at, qp->stage + g->at, take);
 			at += take;
 			n -= take;
 		}
-		take = n < g[j].len ? n : g[j].len;
-		memcpy(sp + at, g[j].buf, take);
+		take = n < g->len ? n : g->len;
+		memcpy(sp + at, g->buf, take);
 		at += take;
 		n -= take;
 	}
-	memcpy(sp + at, qp->stage + end, n);
+	memcpy(sp + at, qp->stage + r->end, n);
 	at += n;
 	iw_rx_stage_put(qp);
 	qp->stage = sp;
@@ -996,55 +983,55 @@ static bool iw_rx_spill(struct iw_qp *qp, const struct iw_rx_guess *g,
 	return iw_rx_drain_stage(qp);
 }
 
-/* Feeds n octets read by iw_rx_recv_guess; false when the pump should
- * stop (as iw_rx_take). */
-static bool iw_rx_take_guess(struct iw_qp *qp, size_t n, size_t len,
-			     const struct iw_rx_guess *g, int ng, size_t end,
-			     bool drained)
+/* Feeds n octets read as r asked; false when the pump should stop. */
+static bool iw_rx_take(struct iw_qp *qp, const struct iw_rx_read *r,
+		       size_t n, bool drained)
 {
-	size_t placed = n < len ? n : len;
 	int j;
 
-	qp->rx_big = true;
-	if (iw_rx_advance(&qp->rx, placed)) {
-		iw_rx_failed(qp);
-		return false;
+	qp->rx_big = r->direct;
+	if (r->direct) {
+		size_t placed = n < r->len ? n : r->len;
+
+		if (iw_rx_advance(&qp->rx, placed)) {
+			iw_rx_failed(qp);
+			return false;
+		}
+		if (n == placed)
+			return !drained;
+		n -= placed;
 	}
-	n -= placed;
-	for (j = 0; j < ng && n; j++) {
-		size_t hl = g[j].trail + RX_GUESS_HDR;
+	for (j = 0; j < r->ng && n; j++) {
+		const struct iw_rx_guess *g = &r->g[j];
+		size_t hl = g->trail + RX_GUESS_HDR;
 		size_t a = n < hl ? n : hl, want;
 		uint8_t *buf;
 
 		/* only a header that is the one guessed may go first:
 		 * anything else must not see the payload's octets placed */
-		if (n > hl && !iw_rx_guess_ok(qp->stage + g[j].at + g[j].trail,
-					      &g[j]))
-			return iw_rx_spill(qp, g, ng, j, false, end, n) &&
-			       !drained;
+		if (n > hl && !iw_rx_guess_ok(qp->stage + g->at + g->trail, g))
+			return iw_rx_spill(qp, r, j, false, n) && !drained;
 		/* the previous FPDU's trailer (not its Read's last, which
 		 * is not guessed past: no completion runs here) and the
 		 * guessed header */
-		qp->stage_off = g[j].at;
+		qp->stage_off = g->at;
 		qp->stage_len = a;
 		if (!iw_rx_drain_stage(qp))
 			return false;
 		n -= a;
 		if (!n)
 			break;
+		a = n < g->len ? n : g->len;
 		iw_rx_want(&qp->rx, &buf, &want);
-		if (qp->rx.state != IW_RX_PAYLOAD || buf != g[j].buf ||
-		    want < (n < g[j].len ? n : g[j].len))
-			return iw_rx_spill(qp, g, ng, j, true, end, n) &&
-			       !drained;
-		a = n < g[j].len ? n : g[j].len;
+		if (qp->rx.state != IW_RX_PAYLOAD || buf != g->buf || want < a)
+			return iw_rx_spill(qp, r, j, true, n) && !drained;
 		if (iw_rx_advance(&qp->rx, a)) {
 			iw_rx_failed(qp);
 			return false;
 		}
 		n -= a;
 	}
-	qp->stage_off = end;
+	qp->stage_off = r->end;
 	qp->stage_len = n;
 	return iw_rx_drain_stage(qp) && !drained;
 }
@@ -1077,24 +1064,17 @@ static void iw_rx_pump_stage(struct iw_qp *qp)
 		return;
 	while (qp->fd >= 0 && !qp->rx_eof && budget &&
 	       qp->cm != CM_ERROR && qp->cm != CM_CLOSED) {
-		struct iw_rx_guess g[RX_GUESS_MAX];
-		uint8_t *buf;
-		size_t len, asked, end = 0;
+		struct iw_rx_read r;
+		size_t asked;
 		ssize_t n;
-		bool direct, cut;
-		int ng;
+		bool cut;
 
-		iw_rx_want(&qp->rx, &buf, &len);
-		if (!len) {
+		if (!iw_rx_plan(qp, &r)) {
 			if (qp->rx.state != IW_RX_STALLED)
 				iw_rx_failed(qp);
 			break;
 		}
-		/* after a large segment the next is likely large too */
-		direct = qp->rx.state == IW_RX_PAYLOAD && len >= RX_DIRECT_MIN;
-		ng = direct ? iw_rx_guesses(qp, len, g, &end) : 0;
-		n = ng ? iw_rx_recv_guess(qp, buf, len, g, ng, end, &asked) :
-			 iw_rx_recv(qp, buf, len, direct, &asked);
+		n = iw_rx_recv(qp, &r, &asked);
 		if (n < 0 && iw_rx_recv_failed(qp))
 			continue;
 		if (n <= 0) {
@@ -1108,9 +1088,7 @@ static void iw_rx_pump_stage(struct iw_qp *qp)
 		qp->stats.rx_calls++;
 		qp->stats.rx_short += cut;
 		budget -= (size_t)n < budget ? (size_t)n : budget;
-		if (ng ? !iw_rx_take_guess(qp, (size_t)n, len, g, ng, end,
-					   cut) :
-			 !iw_rx_take(qp, (size_t)n, len, direct, cut))
+		if (!iw_rx_take(qp, &r, (size_t)n, cut))
 			break;
 	}
 }
