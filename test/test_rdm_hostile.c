@@ -11,6 +11,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,18 @@ static void bad_cm(void *arg, struct iw_qp *qp, const struct iw_cm_event *ev)
 
 /* A receive that completed is posted again: the endpoint's CREDIT
  * messages must not be what ends a long hostile run. */
+/* Reads the hostile peer served, counted by its target callback */
+static unsigned int reads_served;
+
+static void bad_target(void *arg, struct iw_qp *qp, bool write, void *mr_ctx)
+{
+	(void)arg;
+	(void)qp;
+	(void)mr_ctx;
+	if (!write)
+		reads_served++;
+}
+
 static void bad_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc)
 {
 	struct bad *b = arg;
@@ -102,6 +115,7 @@ static void bad_complete(void *arg, struct iw_qp *qp, const struct iw_wc *wc)
 static const struct iw_qp_ops bad_ops = {
 	.cm_event = bad_cm,
 	.complete = bad_complete,
+	.target = bad_target,
 };
 
 static void drive(struct bad *b, double secs, bool (*done)(struct bad *))
@@ -151,7 +165,9 @@ static int bad_open(struct bad *b, uint64_t instance)
 	}
 	p.pdata = pd;
 	p.pdata_len = sizeof(pd);
-	p.ird = p.ord = 8;	/* the endpoint's rendezvous Reads are served */
+	/* the endpoint's rendezvous Reads are served, as many as it asks
+	 * for (its ORD: 16) */
+	p.ird = p.ord = 16;
 	if (from_ip.s_addr) {
 		p.src = (struct sockaddr *)&from;
 		p.src_len = sizeof(from);
@@ -356,6 +372,121 @@ static void test_lies(void)
 	       "RTS for a bogus STag: error completion FI_EIO with the "
 	       "receive's context (got %d, err %d)", got,
 	       got < 0 ? err.err : 0);
+	bad_close(&b);
+}
+
+/*
+ * Rendezvous Reads outstanding to a peer on this host (loopback): a
+ * window of 512 KiB where a peer across a network gets 2 MiB (more in
+ * flight on one host is only cache misses), FI_IWARP_RDM_READ_WINDOW
+ * (kept within 128 KiB..64 MiB) otherwise; four Reads are let out
+ * whatever the window. The hostile peer sends its RTS and then stops
+ * reading: the Read Requests queued in its socket are what the endpoint
+ * asked before any came back. Then it serves them and the data must land
+ * whole, in Reads of 512 KiB at most.
+ */
+#define RV_SMALL 20		/* RTS of 96 KiB */
+#define RV_K ((size_t)96 << 10)
+#define RV_BIG ((size_t)4 << 20)	/* then one of 4 MiB */
+#define RV_LEN ((size_t)RV_SMALL * RV_K + RV_BIG)
+
+/* The Read Requests (RDMAP opcode 1) queued in the peer's socket, -1
+ * when what is queued does not parse as whole FPDUs (no CRC). */
+static int queued_read_requests(struct bad *b)
+{
+	static uint8_t q[16384];
+	ssize_t n = recv(iw_qp_fd(b->qp), q, sizeof(q), MSG_PEEK | MSG_DONTWAIT);
+	size_t at = 0;
+	int rr = 0;
+
+	if (n < 0)
+		n = 0;
+	while (at + 4 <= (size_t)n) {
+		size_t ulpdu = (size_t)q[at] << 8 | q[at + 1];
+
+		if ((q[at + 3] & 0x0f) == 1)
+			rr++;
+		at += (2 + ulpdu + 3) & ~(size_t)3;
+	}
+	return at == (size_t)n && n < (ssize_t)sizeof(q) ? rr : -1;
+}
+
+/* Reads of k octets out in a window, of count to ask, within ORD 16 */
+static int rv_expect(size_t window, size_t k, int count)
+{
+	size_t fit = (window > 4 * k ? window : 4 * k) / k;
+
+	if (fit > 16)
+		fit = 16;
+	return (int)fit < count ? (int)fit : count;
+}
+
+static void test_rndv_reads(void)
+{
+	static uint8_t src[RV_LEN], dst[RV_LEN];
+	static int ctx[RV_SMALL + 1];
+	const char *env = getenv("FI_IWARP_RDM_READ_WINDOW");
+	size_t w = env ? strtoull(env, NULL, 0) : (size_t)512 << 10, i, off;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct iw_mr *mr = NULL;
+	int out[2], want[2], got = 0, wrong = 0, phase;
+	uint8_t m[HDR];
+	struct bad b;
+	double end;
+
+	if (w < ((size_t)128 << 10))
+		w = (size_t)128 << 10;
+	if (w > ((size_t)64 << 20))
+		w = (size_t)64 << 20;
+	want[0] = rv_expect(w, RV_K, RV_SMALL);
+	want[1] = rv_expect(w, 512 << 10, (int)(RV_BIG >> 19));
+	for (i = 0; i < RV_LEN; i++)
+		src[i] = (uint8_t)(i * 7 + (i >> 12));
+	memset(dst, 0, sizeof(dst));
+	if (!tap_ok(!bad_open(&b, 501), "rendezvous Reads: the peer on "
+		    "127.0.0.1 connects") ||
+	    !tap_ok(!iw_mr_reg(b.pd, src, sizeof(src), 0, IW_ACC_REMOTE_READ,
+			       &mr), "rendezvous Reads: the peer registers "
+		    "its memory")) {
+		bad_close(&b);
+		return;
+	}
+	reads_served = 0;
+	for (phase = 0, off = 0; phase < 2; phase++) {
+		int first = phase ? RV_SMALL : 0, n = phase ? 1 : RV_SMALL, j;
+		size_t len = phase ? RV_BIG : RV_K;
+
+		for (j = first; j < first + n; j++, off += len) {
+			fi_trecv(ep, dst + off, len, NULL, FI_ADDR_UNSPEC,
+				 (uint64_t)(100 + j), 0, &ctx[j]);
+			rdm_hdr(m, 2, 1, 0, (uint32_t)len, (uint32_t)(50 + j),
+				iw_mr_stag(mr), (uint64_t)(100 + j), off);
+			bad_send(&b, m, HDR);
+		}
+		/* the endpoint alone runs: it asks, nobody answers */
+		for (end = tap_now() + 0.3; tap_now() < end;)
+			fi_cq_read(cq, NULL, 0);
+		out[phase] = queued_read_requests(&b);
+		for (end = tap_now() + 20; got < first + n && tap_now() < end;) {
+			if (reap(&b, 0.01, &e, &err) == 1) {
+				if (e.op_context != &ctx[got] || e.len != len)
+					wrong++;
+				got++;
+			}
+		}
+	}
+	tap_ok(out[0] == want[0], "rendezvous Reads: a window of %zu KiB "
+	       "lets %d Reads of 96 KiB out (%d were)", w >> 10, want[0],
+	       out[0]);
+	tap_ok(out[1] == want[1], "rendezvous Reads: ... and %d Reads of "
+	       "512 KiB for a 4 MiB message (%d were)", want[1], out[1]);
+	tap_ok(got == RV_SMALL + 1 && !wrong && !memcmp(src, dst, RV_LEN) &&
+	       reads_served == RV_SMALL + (RV_BIG >> 19),
+	       "rendezvous Reads: all %d messages arrive whole and in order, "
+	       "in %d Reads (%d arrived, %d wrong, %u Reads)", RV_SMALL + 1,
+	       RV_SMALL + (int)(RV_BIG >> 19), got, wrong, reads_served);
+	iw_mr_dereg(mr);
 	bad_close(&b);
 }
 
@@ -808,7 +939,9 @@ static void test_random_rma(void)
 	victim_close();
 }
 
-int main(void)
+/* "window": the rendezvous case alone, for a run with
+ * FI_IWARP_RDM_READ_WINDOW set. */
+int main(int argc, char **argv)
 {
 	int ret;
 
@@ -817,6 +950,12 @@ int main(void)
 	ret = victim_open(FI_TAGGED);
 	if (!tap_ok(!ret, "the endpoint under attack opens (%d)", ret))
 		return tap_done();
+	test_rndv_reads();
+	if (argc > 1 && !strcmp(argv[1], "window")) {
+		victim_close();
+		fi_close(&fabric->fid);
+		return tap_done();
+	}
 	test_refused();
 	test_identity();
 	test_beyond_credits(64, 301);

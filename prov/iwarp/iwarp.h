@@ -104,6 +104,7 @@ struct iwarp_params {
 	int rfc7306;		/* offer RFC 7306 atomics to RDM peers */
 	size_t rdm_eager;	/* RDM messages up to this go eagerly */
 	size_t rdm_eager_idle;	/* ... and to an idle TCP peer, up to this */
+	size_t rdm_read_window;	/* rendezvous octets asked per peer; 0: auto */
 	/* MSG endpoints (interop knobs, e.g. against Linux siw) */
 	int mpa_rev;		/* 1 or 2: the revision we ask for */
 	unsigned int rtr;	/* IW_RTR_* offered/accepted; 0: all */

@@ -54,6 +54,12 @@ static void iwarp_params_define(void)
 			"once instead of waiting a round trip for the Read. "
 			"A stream of messages still goes by rendezvous; at "
 			"most 1048576, 0: off (default: 1048576)");
+	fi_param_define(&iwarp_prov, "rdm_read_window", FI_PARAM_SIZE_T,
+			"Octets of rendezvous Reads (of 512 KiB at most) an "
+			"RDM endpoint has outstanding to one peer over TCP; "
+			"four Reads are let out whatever it is; between "
+			"131072 and 67108864 (default: 524288 to a peer on "
+			"this host, 2097152 to others)");
 	fi_param_define(&iwarp_prov, "crc", FI_PARAM_BOOL,
 			"Ask every peer for the MPA CRC32c (RFC 5044); "
 			"otherwise it is used only when the peer asks "
@@ -237,6 +243,28 @@ static int iwarp_params_rtr(const char *s)
 }
 
 /* Returns 0, or -FI_ENOMEM. */
+/* 0 (the default) or within its bounds; a value outside is named and
+ * brought inside. */
+static void iwarp_params_read_window(void)
+{
+	size_t w = 0;
+
+	if (fi_param_get_size_t(&iwarp_prov, "rdm_read_window", &w) || !w)
+		return;
+	if (w < IWARP_RDM_READ_WINDOW_MIN || w > IWARP_RDM_READ_WINDOW_MAX) {
+		size_t v = w < IWARP_RDM_READ_WINDOW_MIN ?
+				   IWARP_RDM_READ_WINDOW_MIN :
+				   IWARP_RDM_READ_WINDOW_MAX;
+
+		FI_WARN(&iwarp_prov, FI_LOG_CORE,
+			"FI_IWARP_RDM_READ_WINDOW=%zu out of range [%zu, "
+			"%zu]: %zu\n", w, (size_t)IWARP_RDM_READ_WINDOW_MIN,
+			(size_t)IWARP_RDM_READ_WINDOW_MAX, v);
+		w = v;
+	}
+	iwarp_params.rdm_read_window = w;
+}
+
 static int iwarp_params_read(void)
 {
 	char *iface = NULL, *rtr = NULL;
@@ -259,6 +287,7 @@ static int iwarp_params_read(void)
 			    &iwarp_params.rdm_eager_idle);
 	if (iwarp_params.rdm_eager_idle > IWARP_RDM_EAGER_MAX)
 		iwarp_params.rdm_eager_idle = IWARP_RDM_EAGER_MAX;
+	iwarp_params_read_window();
 	if (!fi_param_get_bool(&iwarp_prov, "crc", &allow))
 		iwarp_params.crc = allow;
 	if (!fi_param_get_bool(&iwarp_prov, "rfc7306", &allow))

@@ -17,6 +17,9 @@
  * ping-pong over TCP 15-20 % at 512 KiB, 7 % at 1 MiB, little beyond. */
 #define IWARP_RDM_EAGER_MAX 1048576
 #define IWARP_RDM_EAGER_DEFAULT 65536
+/* FI_IWARP_RDM_READ_WINDOW's bounds */
+#define IWARP_RDM_READ_WINDOW_MIN ((size_t)128 << 10)
+#define IWARP_RDM_READ_WINDOW_MAX ((size_t)64 << 20)
 #define IWARP_RDM_EAGER_IDLE_DEFAULT IWARP_RDM_EAGER_MAX
 
 int iwarp_rdm_scalable_open(struct fid_domain *domain, struct fi_info *info,

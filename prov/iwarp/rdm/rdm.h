@@ -69,14 +69,6 @@
 #include "rdm_xport.h"
 
 #define IWARP_RDM_INJECT_MAX 256
-/*
- * Rendezvous Reads a peer has outstanding, in octets (more when a single
- * chunk is larger): the responder pushes what is asked into its socket at
- * once, and more in flight than this only spreads it over memory the
- * caches do not hold (on one host both copies then miss), while 2 MiB
- * covers the bandwidth-delay product of a LAN (100 Gb/s, 160 us).
- */
-#define IWARP_RDM_READ_WINDOW ((uint64_t)2 << 20)
 
 /* AREQ `tag`: the atomic op and datatype, and whether values come back */
 #define IWARP_RDM_AT_OP(t) ((unsigned)((t) & 0xff))

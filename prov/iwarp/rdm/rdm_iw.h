@@ -76,6 +76,7 @@ struct iwarp_rdm_xconn {
 	bool shm;			/* ... shared memory (qp's peer) */
 	bool wide;			/* ... the wide eager window */
 	bool initiated;			/* qp is our connect, not an accept */
+	bool host;			/* qp's two ends share an address */
 	bool up;
 	struct iwarp_pollable poll, rx_poll;
 	int tries;

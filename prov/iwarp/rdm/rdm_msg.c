@@ -317,15 +317,19 @@ static void iwarp_rdm_read_bytes_sub(struct iwarp_rdm_peer *peer,
 
 /*
  * Asks for the chunks of the waiting receives, in order, while the
- * peer's outstanding Reads stay within IWARP_RDM_READ_WINDOW (one at
- * least). A post may fail the connection and complete Reads inside it,
+ * peer's outstanding Reads stay within the transport's window, or within
+ * four Reads of the next one's size (some on the wire while others
+ * complete). A post may fail the connection and complete Reads inside it,
  * this receive's among them: while read_cur is set, those calls only
  * count, and the receive is ended here.
  */
 static void iwarp_rdm_read_pump(struct iwarp_rdm_peer *peer)
 {
-	if (peer->read_cur)
+	uint64_t window;
+
+	if (peer->read_cur || iwarp_list_empty(&peer->read_wait))
 		return;
+	window = peer->xp->read_window(peer->xc);
 	while (!iwarp_list_empty(&peer->read_wait)) {
 		struct iwarp_rdm_rx *rx = iwarp_container_of(
 			peer->read_wait.next, struct iwarp_rdm_rx, link);
@@ -334,8 +338,8 @@ static void iwarp_rdm_read_pump(struct iwarp_rdm_peer *peer)
 		while (rx->rd_off < rx->rd_len && !rx->rd_err) {
 			uint64_t k = iwarp_rdm_read_piece(rx, rx->rd_off);
 
-			if (peer->read_bytes &&
-			    peer->read_bytes + k > IWARP_RDM_READ_WINDOW) {
+			if (peer->read_bytes + k > window &&
+			    peer->read_bytes + k > 4 * k) {
 				peer->read_cur = NULL;
 				return;
 			}

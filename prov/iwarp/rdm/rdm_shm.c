@@ -2003,6 +2003,13 @@ static size_t shm_read_chunk(const struct iwarp_rdm_xconn *xc)
 	return c->mode == SHM_ON ? 0 : iw->read_chunk(c->iw);
 }
 
+static uint64_t shm_read_window(const struct iwarp_rdm_xconn *xc)
+{
+	const struct shm_conn *c = (const struct shm_conn *)(const void *)xc;
+
+	return iw->read_window(c->iw);
+}
+
 /* Straight into the ring, nothing to complete: the peer has the
  * message once it is in its ring. */
 static bool shm_post_inline(struct iwarp_rdm_xconn *xc, const uint8_t *hdr,
@@ -2027,5 +2034,6 @@ const struct iwarp_rdm_xport iwarp_rdm_shm_xport = {
 	.eager_idle = shm_eager_idle,
 	.stream_eager = shm_stream_eager,
 	.read_chunk = shm_read_chunk,
+	.read_window = shm_read_window,
 	.post_inline = shm_post_inline,
 };

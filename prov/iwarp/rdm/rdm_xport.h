@@ -154,6 +154,9 @@ struct iwarp_rdm_xport {
 	/* Octets per Read of a rendezvous, 0 for one Read of the whole
 	 * message (shared memory copies it in one process_vm_readv). */
 	size_t (*read_chunk)(const struct iwarp_rdm_xconn *xc);
+	/* Octets of chunked Reads a peer may have outstanding (four Reads
+	 * at least, whatever their size). */
+	uint64_t (*read_window)(const struct iwarp_rdm_xconn *xc);
 	/*
 	 * A message posted now, with no completion to come, if the
 	 * transport takes it whole at once and what it took is as good as
