@@ -242,7 +242,6 @@ static int iwarp_params_rtr(const char *s)
 	return bits;
 }
 
-/* Returns 0, or -FI_ENOMEM. */
 /* 0 (the default) or within its bounds; a value outside is named and
  * brought inside. */
 static void iwarp_params_read_window(void)
@@ -265,6 +264,7 @@ static void iwarp_params_read_window(void)
 	iwarp_params.rdm_read_window = w;
 }
 
+/* Returns 0, or -FI_ENOMEM. */
 static int iwarp_params_read(void)
 {
 	char *iface = NULL, *rtr = NULL;

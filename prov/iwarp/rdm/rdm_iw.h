@@ -76,7 +76,8 @@ struct iwarp_rdm_xconn {
 	bool shm;			/* ... shared memory (qp's peer) */
 	bool wide;			/* ... the wide eager window */
 	bool initiated;			/* qp is our connect, not an accept */
-	bool host;			/* qp's two ends share an address */
+	bool host;			/* qp's peer is on this host
+					 * (loopback, or one address) */
 	bool up;
 	struct iwarp_pollable poll, rx_poll;
 	int tries;
