@@ -377,6 +377,12 @@ int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr)
 	return 0;
 }
 
+void iw_qp_push(struct iw_qp *qp)
+{
+	if (qp->cm == CM_RTS)
+		iw_qp_tx(qp);
+}
+
 static int iw_rq_post(struct iw_rq *rq, const struct iw_recv_wr *wr)
 {
 	struct iw_rwqe *w;

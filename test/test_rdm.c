@@ -15,6 +15,9 @@
  *   old connection and traffic goes on;
  * - truncation, FI_PEEK miss (FI_ENOMSG) and cancel (FI_ECANCELED) keep
  *   the caller's context;
+ * - two peers with more messages out to each other than their credits
+ *   (all receives posted first) deliver them all: the credits go back
+ *   ahead of the messages that wait for them;
  * - messages posted back to back arrive intact and in order; over TCP
  *   the first four leave at once and those behind them leave together,
  *   at the next progress call or once 256 KiB wait (TCP segments counted);
@@ -697,6 +700,184 @@ out:
 }
 
 /*
+ * Two peers each with more messages out to the other than it gives
+ * credits (osu_bibw -W 256): every receive posted on both sides first,
+ * then N sends each way, eager and then rendezvous. The credits each
+ * side owes go back in a CREDIT (or FIN) that must not wait behind its
+ * own messages, which wait for the other's: all 2N arrive intact and in
+ * order, and all 2N sends complete, within a bound (the run hung).
+ */
+static bool both_ways_run(struct rep *p, fi_addr_t *to, uint8_t **out,
+			  uint8_t **in, size_t len, int n)
+{
+	struct fi_cq_tagged_entry e;
+	int s, i, sent[2] = { 0, 0 }, got[2] = { 0, 0 }, bad = 0;
+	double end = tap_now() + 20;
+	ssize_t r;
+
+	for (s = 0; s < 2; s++)
+		for (i = 0; i < n; i++) {
+			memset(in[s] + (size_t)i * len, 0, len);
+			memset(out[s] + (size_t)i * len, (int)(s * 101 + i), len);
+			out[s][(size_t)i * len] = (uint8_t)i;
+			if (fi_trecv(p[s].ep, in[s] + (size_t)i * len, len,
+				     NULL, FI_ADDR_UNSPEC, 700 + i, 0,
+				     in[s] + (size_t)i * len))
+				bad++;
+		}
+	/* all of a's sends, then all of b's, before anything is reaped */
+	for (s = 0; s < 2; s++)
+		for (i = 0; i < n && tap_now() < end; i++) {
+			r = fi_tsend(p[s].ep, out[s] + (size_t)i * len, len,
+				     NULL, to[s], 700 + i,
+				     out[s] + (size_t)i * len);
+			if (r == -FI_EAGAIN) {
+				fi_cq_read(p[!s].cq, NULL, 0);
+				i--;
+				continue;
+			}
+			if (r)
+				bad++;
+		}
+	while ((sent[0] + got[0] < 2 * n || sent[1] + got[1] < 2 * n) &&
+	       tap_now() < end)
+		for (s = 0; s < 2; s++) {
+			r = fi_cq_read(p[s].cq, &e, 1);
+			if (r == -FI_EAVAIL) {
+				struct fi_cq_err_entry err = { 0 };
+
+				fi_cq_readerr(p[s].cq, &err, 0);
+				bad++;
+			} else if (r == 1 && (e.flags & FI_RECV)) {
+				uint8_t *at = in[s] + (size_t)got[s] * len;
+
+				/* in order: the got-th receive completes got-th */
+				if (e.op_context != at || e.len != len ||
+				    e.tag != (uint64_t)(700 + got[s]) ||
+				    memcmp(at, out[!s] + (size_t)got[s] * len,
+					   len))
+					bad++;
+				got[s]++;
+			} else if (r == 1) {
+				sent[s]++;
+			}
+		}
+	return tap_ok(!bad && sent[0] == n && got[0] == n && sent[1] == n &&
+		      got[1] == n,
+		      "both ways: %d messages of %zu octets each way, more than "
+		      "the credits, all posted before any is reaped: a sent "
+		      "%d, received %d; b sent %d, received %d; %d bad",
+		      n, len, sent[0], got[0], sent[1], got[1], bad);
+}
+
+static unsigned int data_segs_out(int fd)
+{
+	return tcp_info_of(fd).tcpi_data_segs_out;
+}
+
+/*
+ * Messages that waited for credits leave together when the credits come
+ * back. Over TCP a sends N small messages while b has no receive posted:
+ * 128 go (the credits), b stores them and gives the credits back, and a
+ * sends the N - 128 that waited from inside a progress call, where
+ * nothing holds a post back: in a sendmsg per credit message that frees
+ * them, not one each (osu_bibw -W 256 of 1 octet ran at under a third of the
+ * rate). Then b receives all N, in order.
+ */
+static void test_credit_flush(void)
+{
+	enum { N = 200, LEN = 100, MOST = 6 };
+	static char out[N * LEN], in[N * LEN];
+	struct fi_cq_tagged_entry e;
+	struct rep a = { 0 }, b = { 0 };
+	fi_addr_t b_at_a;
+	int ctx[N], i, fd, sent = 0, got = 0, bad = 0;
+	unsigned int d0, d1;
+	double end;
+
+	if (shm_run()) {
+		tap_skip_n(3, "credit flush: shared memory carries this run");
+		return;
+	}
+	if (!tap_ok(!rep_open(&a, 0) && !rep_open(&b, 0),
+		    "credit flush: two endpoints open"))
+		goto out;
+	fi_av_insert(a.av, &b.name, 1, &b_at_a, 0, NULL);
+	rep_warm(&a, &b, b_at_a);
+	fd = sock_to(&b.name);
+	for (i = 0; i < N; i++) {
+		memset(out + (size_t)i * LEN, 'A' + i % 50, LEN);
+		if (fi_tsend(a.ep, out + (size_t)i * LEN, LEN, NULL, b_at_a,
+			     800 + i, &ctx[i]))
+			bad++;
+	}
+	d0 = data_segs_out(fd);
+	end = tap_now() + 5;
+	while (sent < N && tap_now() < end) {
+		if (fi_cq_read(a.cq, &e, 1) == 1)
+			sent++;
+		fi_cq_read(b.cq, NULL, 0);
+	}
+	d1 = data_segs_out(fd);
+	for (i = 0; i < N; i++)
+		fi_trecv(b.ep, in + (size_t)i * LEN, LEN, NULL, FI_ADDR_UNSPEC,
+			 800 + i, 0, in + (size_t)i * LEN);
+	for (i = 0; i < N; i++) {
+		struct fi_cq_err_entry err;
+
+		if (reap(&b, &a, 5, &e, NULL, &err) == 1 &&
+		    e.op_context == in + (size_t)i * LEN &&
+		    e.tag == (uint64_t)(800 + i) &&
+		    !memcmp(in + (size_t)i * LEN, out + (size_t)i * LEN, LEN))
+			got++;
+	}
+	tap_ok(!bad && sent == N && fd >= 0 && d1 - d0 <= MOST,
+	       "credit flush: %d sends of %d octets, %d more than the "
+	       "credits, all went in %u data segments (at most %d; one each "
+	       "for those that waited before)", N, LEN, N - 128, d1 - d0,
+	       MOST);
+	tap_ok(got == N, "credit flush: b then receives all %d in order "
+	       "(%d)", N, got);
+out:
+	rep_close(&a);
+	rep_close(&b);
+}
+
+static void test_both_ways(void)
+{
+	/* more than the 128 credits, within the 256 a queue holds */
+	enum { N = 250, SMALL = 1000, BIG = 70000 };
+	struct rep p[2] = { { 0 }, { 0 } };
+	uint8_t *out[2], *in[2];
+	fi_addr_t to[2];
+	int s;
+
+	for (s = 0; s < 2; s++) {
+		out[s] = malloc((size_t)N * BIG);
+		in[s] = malloc((size_t)N * BIG);
+	}
+	if (!tap_ok(out[0] && out[1] && in[0] && in[1] &&
+		    !rep_open(&p[0], 0) && !rep_open(&p[1], 0),
+		    "both ways: two endpoints open"))
+		goto out;
+	fi_av_insert(p[0].av, &p[1].name, 1, &to[0], 0, NULL);
+	fi_av_insert(p[1].av, &p[0].name, 1, &to[1], 0, NULL);
+	tap_ok(rep_warm(&p[0], &p[1], to[0]) && rep_warm(&p[1], &p[0], to[1]),
+	       "both ways: a first message each way goes through");
+	if (both_ways_run(p, to, out, in, SMALL, N))
+		both_ways_run(p, to, out, in, BIG, N);
+	else
+		tap_skip_n(1, "both ways: the eager run did not end");
+out:
+	rep_close(&p[0]);
+	rep_close(&p[1]);
+	for (s = 0; s < 2; s++) {
+		free(out[s]);
+		free(in[s]);
+	}
+}
+
+/*
  * fi_write with FI_DELIVERY_COMPLETE over TCP is a Write and the
  * zero-length Read whose answer tells its delivery: both leave in one
  * segment (a put and its flush in MPI's one-sided btl ofi path; they
@@ -1022,6 +1203,8 @@ int main(void)
 	test_late_insert();
 	test_errors_keep_context();
 	test_burst();
+	test_both_ways();
+	test_credit_flush();
 	test_write_delivery();
 	test_auto_progress();
 	test_chunks();

@@ -401,6 +401,8 @@ int iw_qp_abort(struct iw_qp *qp);
 /* -EAGAIN queue full, -ENOTCONN closed/in error, -EINVAL bad request
  * (an atomic while atomics are off, too). */
 int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr);
+/* Sends what posts with IW_WR_MORE held back (a post without it does). */
+void iw_qp_push(struct iw_qp *qp);
 int iw_qp_post_recv(struct iw_qp *qp, const struct iw_recv_wr *wr);
 /* Posts at the head of the QP's own receive queue, before what is
  * posted already (the rest of a buffer that takes several messages);

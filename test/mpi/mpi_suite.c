@@ -6,7 +6,8 @@
  * communication, no barrier before it), sends to self, a ring, Bcast,
  * Allreduce, Alltoall, Alltoallv, Probe/Iprobe/Mprobe/Improbe, Ssend and
  * its synchronous completion, cancel of a posted receive, a storm of
- * unexpected messages, MPI_ANY_SOURCE/MPI_ANY_TAG receives and an Alltoall
+ * unexpected messages, MPI_ANY_SOURCE/MPI_ANY_TAG receives, pairs of ranks
+ * with 256 messages out to each other at once, and an Alltoall
  * of 64 KiB blocks. Prints one line per test; rank 0 ends with
  * "# mpi_suite: OK" when everything passed, and the exit status is
  * non-zero on any error. A test still running after TEST_TIMEOUT seconds
@@ -663,6 +664,50 @@ static void test_storm(void)
 }
 
 /*
+ * Each pair of ranks (rank ^ 1) posts 256 receives from the other, then
+ * 256 sends to it, eager and then rendezvous sizes: more messages out
+ * each way than a peer has credits (osu_bibw -W 256, which hung).
+ */
+#define BOTH_N 256
+static void test_both_ways(void)
+{
+	static const long size[2] = { 1000, 100000 };
+	MPI_Request *req = xmalloc(2 * BOTH_N * sizeof(*req));
+	MPI_Status *st = xmalloc(2 * BOTH_N * sizeof(*st));
+	int peer = rank ^ 1, i, k;
+	unsigned char *in, *out;
+
+	if (peer >= nranks) {
+		free(req);
+		free(st);
+		return;
+	}
+	in = xmalloc(BOTH_N * size[1]);
+	out = xmalloc(BOTH_N * size[1]);
+	for (k = 0; k < 2; k++) {
+		long n = size[k];
+
+		memset(in, 0x5a, BOTH_N * n);
+		for (i = 0; i < BOTH_N; i++) {
+			fill(out + i * n, n, rank, i + k);
+			MPI_Irecv(in + i * n, (int)n, MPI_BYTE, peer, 3000 + i,
+				  MPI_COMM_WORLD, &req[i]);
+		}
+		for (i = 0; i < BOTH_N; i++)
+			MPI_Isend(out + i * n, (int)n, MPI_BYTE, peer, 3000 + i,
+				  MPI_COMM_WORLD, &req[BOTH_N + i]);
+		MPI_Waitall(2 * BOTH_N, req, st);
+		for (i = 0; i < BOTH_N; i++)
+			check_msg(in + i * n, &st[i], peer, 3000 + i, n, peer,
+				  i + k);
+	}
+	free(in);
+	free(out);
+	free(req);
+	free(st);
+}
+
+/*
  * Every rank in turn is the root: the others send it 20 messages each
  * (sizes up to 100000 bytes), which it receives with MPI_ANY_SOURCE and
  * MPI_ANY_TAG, checking source, tag, count and per-source order. Then
@@ -848,6 +893,7 @@ int main(int argc, char **argv)
 	failed += run("cancel", test_cancel) != 0;
 	failed += run("unexpected storm", test_storm) != 0;
 	failed += run("ANY_SOURCE/ANY_TAG", test_any) != 0;
+	failed += run("256 each way", test_both_ways) != 0;
 	failed += run("MPI_Alltoall 64 KiB", test_alltoall_big) != 0;
 	if (rank == 0) {
 		printf("# %d ranks, %d test(s) failed%s\n", nranks, failed,

@@ -509,23 +509,63 @@ static int iwarp_rdm_post(struct iwarp_rdm_peer *peer,
 	return 0;
 }
 
+/* The first FIN or CREDIT queued for peer, or NULL. */
+static struct iwarp_rdm_tx *iwarp_rdm_ctrl_queued(struct iwarp_rdm_peer *peer)
+{
+	struct iwarp_list *e;
+
+	for (e = peer->pending.next; e != &peer->pending; e = e->next) {
+		struct iwarp_rdm_tx *tx =
+			iwarp_container_of(e, struct iwarp_rdm_tx, link);
+
+		if (tx->ctrl)
+			return tx;
+	}
+	return NULL;
+}
+
+/* Posts a queued tx; one that cannot go yet goes back at the head, the
+ * order of messages kept. */
+static bool iwarp_rdm_post_queued(struct iwarp_rdm_peer *peer,
+				  struct iwarp_rdm_tx *tx)
+{
+	iwarp_list_del(&tx->link);
+	tx->listed = false;
+	if (!iwarp_rdm_post(peer, tx))
+		return true;
+	iwarp_list_add_head(&peer->pending, &tx->link);
+	tx->listed = true;
+	return false;
+}
+
 void iwarp_rdm_flush(struct iwarp_rdm_peer *peer)
 {
-	if (!peer->up)
-		return;
-	while (!iwarp_list_empty(&peer->pending)) {
-		struct iwarp_rdm_tx *tx = iwarp_container_of(
-			peer->pending.next, struct iwarp_rdm_tx, link);
+	struct iwarp_rdm_xconn *xc = peer->xc;
+	struct iwarp_rdm_tx *tx;
+	bool batch;
 
-		iwarp_list_del(&tx->link);
-		tx->listed = false;
-		if (iwarp_rdm_post(peer, tx)) {
-			/* back at the head: order is kept */
-			iwarp_list_add_head(&peer->pending, &tx->link);
-			tx->listed = true;
-			break;
-		}
-	}
+	if (!peer->up || iwarp_list_empty(&peer->pending))
+		return;
+	/* more than one to post: they leave together */
+	batch = peer->pending.next->next != &peer->pending && peer->xp->batch;
+	if (batch)
+		peer->xp->batch(xc, true);
+	while (!iwarp_list_empty(&peer->pending) &&
+	       iwarp_rdm_post_queued(peer, iwarp_container_of(
+			peer->pending.next, struct iwarp_rdm_tx, link)))
+		;
+	/*
+	 * Messages wait for credits; a FIN or CREDIT takes none and goes
+	 * ahead of them. Behind them it would deadlock two peers that both
+	 * have more messages out than credits: each holds the credits the
+	 * other waits for (osu_bibw -W 256).
+	 */
+	while (peer->up && !peer->credits &&
+	       (tx = iwarp_rdm_ctrl_queued(peer)) &&
+	       iwarp_rdm_post_queued(peer, tx))
+		;
+	if (batch && peer->xc == xc)
+		peer->xp->batch(xc, false);
 }
 
 void iwarp_rdm_queue(struct iwarp_rdm_peer *peer, struct iwarp_rdm_tx *tx)

@@ -298,6 +298,15 @@ static void rdm_iw_burst(struct iwarp_rdm_xconn *c, struct iw_send_wr *wr,
 	struct iwarp_fabric *fab = c->xe->lpoll.fab;
 	unsigned int tick = fab->rare_tick;
 
+	if (c->batch) {
+		if (c->batch_held + len < RDM_IW_HOLD) {
+			wr->flags |= IW_WR_MORE;
+			c->batch_held += len;
+		} else {
+			c->batch_held = 0;	/* this one sends them all */
+		}
+		return;
+	}
 	if (fab->in_progress)
 		return;		/* our own answers: the pass sends them */
 	if (c->post_tick != tick) {
@@ -351,6 +360,22 @@ static int rdm_iw_post_msg(struct iwarp_rdm_xconn *c, void *ctx,
 	len = hdr_len + rdm_iw_sgl(&wr, sge, iov, count, false);
 	rdm_iw_burst(c, &wr, len);
 	return rdm_iw_post(c, &wr);
+}
+
+/* A flush of messages that waited for credits, from inside a progress
+ * pass where rdm_iw_burst holds nothing back: one sendmsg for them all,
+ * not one each (osu_bibw -W 256 of 1 octet: 3.4x the rate). */
+static void rdm_iw_batch(struct iwarp_rdm_xconn *c, bool on)
+{
+	if (on) {
+		c->batch++;
+		return;
+	}
+	if (!c->batch || --c->batch)
+		return;
+	if (c->batch_held && c->qp)
+		iw_qp_push(c->qp);
+	c->batch_held = 0;
 }
 
 static int rdm_iw_post_rdma(struct iwarp_rdm_xconn *c, void *ctx,
@@ -972,6 +997,7 @@ const struct iwarp_rdm_xport iwarp_rdm_iw_xport = {
 	.stream_eager = rdm_iw_stream_eager,
 	.read_chunk = rdm_iw_read_chunk,
 	.read_window = rdm_iw_read_window,
+	.batch = rdm_iw_batch,
 };
 
 /* ==== the guard: job keys and restart claims */

@@ -87,6 +87,8 @@ struct iwarp_rdm_xconn {
 	unsigned int post_tick;
 	unsigned int post_run;		/* posts since */
 	size_t post_held;
+	unsigned int batch;		/* depth of batch(true) */
+	size_t batch_held;		/* octets held back in it */
 	/* job keys: slots of connections still proving it */
 	unsigned int gated;		/* slots waiting for a proof: 0 fast */
 	struct rdm_iw_auth au[RDM_IW_AUTH_SLOTS];

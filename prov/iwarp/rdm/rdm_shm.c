@@ -2010,6 +2010,14 @@ static uint64_t shm_read_window(const struct iwarp_rdm_xconn *xc)
 	return iw->read_window(c->iw);
 }
 
+/* A ring's messages go as posted; over TCP the iWARP batch holds. */
+static void shm_batch(struct iwarp_rdm_xconn *xc, bool on)
+{
+	struct shm_conn *c = shm_of(xc);
+
+	iw->batch(c->iw, on);
+}
+
 /* Straight into the ring, nothing to complete: the peer has the
  * message once it is in its ring. */
 static bool shm_post_inline(struct iwarp_rdm_xconn *xc, const uint8_t *hdr,
@@ -2035,5 +2043,6 @@ const struct iwarp_rdm_xport iwarp_rdm_shm_xport = {
 	.stream_eager = shm_stream_eager,
 	.read_chunk = shm_read_chunk,
 	.read_window = shm_read_window,
+	.batch = shm_batch,
 	.post_inline = shm_post_inline,
 };

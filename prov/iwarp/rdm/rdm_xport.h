@@ -158,6 +158,12 @@ struct iwarp_rdm_xport {
 	 * at least, whatever their size). */
 	uint64_t (*read_window)(const struct iwarp_rdm_xconn *xc);
 	/*
+	 * Posts between batch(xc, true) and batch(xc, false) (nested) go
+	 * out together when the outermost batch ends: a flush of messages
+	 * that waited for credits. NULL where each post goes at once.
+	 */
+	void (*batch)(struct iwarp_rdm_xconn *xc, bool on);
+	/*
 	 * A message posted now, with no completion to come, if the
 	 * transport takes it whole at once and what it took is as good as
 	 * delivered (a shared-memory ring): true when it went; false,
