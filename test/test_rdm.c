@@ -781,8 +781,8 @@ static unsigned int data_segs_out(int fd)
  * 128 go (the credits), b stores them and gives the credits back, and a
  * sends the N - 128 that waited from inside a progress call, where
  * nothing holds a post back: in a sendmsg per credit message that frees
- * them, not one each (osu_bibw -W 256 of 1 octet ran at under a third of the
- * rate). Then b receives all N, in order.
+ * them, not one each (osu_bibw -W 256 of 1 octet ran at under a third
+ * of the rate). Then b receives all N, in order.
  */
 static void test_credit_flush(void)
 {
