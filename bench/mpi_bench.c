@@ -9,8 +9,10 @@
  * from one buffer, rank 1 64 MPI_Irecv into one buffer, then rank 1
  * answers with a 4-octet ack. bibw (osu_bibw): each rank posts 64
  * MPI_Irecv into one buffer and 64 MPI_Isend from another, then waits for
- * all 128; the figure counts both directions. After the timed loop of each
- * size one more message carries a pattern that the receiver checks
+ * all 128; the figure counts both directions. Both run OSU's count of
+ * windows: 2 untimed and 20 timed above 8 KiB, 10 and 100 up to it. After
+ * the timed loop of each size one more message carries a pattern that
+ * the receiver checks
  * (untimed; in bibw each rank sends one and checks one). Prints the RESULT
  * lines of bench_common.h, with the CPU time of both ranks per message
  * (bibw: the messages of both directions). Before and after the timed loop
@@ -48,6 +50,7 @@
 #include "bench_common.h"
 
 #define LAT_WARM 50
+#define OSU_LARGE 8192		/* OSU's large messages: 20 windows after 2 */
 
 static void check_pattern(const unsigned char *b, size_t n)
 {
@@ -212,14 +215,14 @@ static void post_window(int send, int peer, unsigned char *buf, size_t n,
 	}
 }
 
-static double bw(int rank, unsigned char *buf, size_t n, long it)
+static double bw(int rank, unsigned char *buf, size_t n, long it, long warm)
 {
 	MPI_Request req[BENCH_WINDOW];
 	double t0 = 0;
 	int ack = 0;
 	long i;
 
-	for (i = -2; i < it; i++) {
+	for (i = -warm; i < it; i++) {
 		if (i == 0)
 			t0 = start_clock();
 		post_window(rank == 0, !rank, buf, n, req);
@@ -235,13 +238,13 @@ static double bw(int rank, unsigned char *buf, size_t n, long it)
 
 /* both directions at once: receives first, so no send waits for one */
 static double bibw(int rank, unsigned char *sbuf, unsigned char *rbuf,
-		   size_t n, long it)
+		   size_t n, long it, long warm)
 {
 	MPI_Request req[2 * BENCH_WINDOW];
 	double t0 = 0;
 	long i;
 
-	for (i = -2; i < it; i++) {
+	for (i = -warm; i < it; i++) {
 		if (i == 0)
 			t0 = start_clock();
 		post_window(0, !rank, rbuf, n, req);
@@ -411,14 +414,15 @@ static void one_size(int mode, int rank, unsigned char *sbuf,
 	/* messages per iteration, both ranks together */
 	int per = mode == LAT ? 2 : mode == BW ? BENCH_WINDOW :
 		  2 * BENCH_WINDOW;
+	/* windows as osu_bw and osu_bibw count them: the figures agree */
 	long it = mode == LAT ? bench_iters(n, 50, 40000, 200000) :
-		  bench_iters(n * (size_t)per, 3, 500, 300000);
-	long warm = mode == LAT ? LAT_WARM : 2;
+		  n > OSU_LARGE ? 20 : 100;
+	long warm = mode == LAT ? LAT_WARM : n > OSU_LARGE ? 2 : 10;
 	double line0 = pair_line_ns(rank), c0 = bench_cpu(), v, cpu, line1;
 
 	v = mode == LAT ? lat(rank, sbuf, n, it) :
-	    mode == BW ? bw(rank, rank ? rbuf : sbuf, n, it) :
-	    bibw(rank, sbuf, rbuf, n, it);
+	    mode == BW ? bw(rank, rank ? rbuf : sbuf, n, it, warm) :
+	    bibw(rank, sbuf, rbuf, n, it, warm);
 	cpu = bench_cpu() - c0;
 	line1 = pair_line_ns(rank);
 	MPI_Allreduce(MPI_IN_PLACE, &cpu, 1, MPI_DOUBLE, MPI_SUM,
