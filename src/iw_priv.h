@@ -353,6 +353,7 @@ struct iw_qp {
 	bool stage_big;		/* a spill from the heap, not the pool's */
 	size_t stage_off, stage_len;
 	unsigned int rx_depth;	/* iw_rx_pump calls under way (nested) */
+	bool tx_deferred;	/* posted inside the pump: sent after its read */
 	bool rx_big;		/* the last read went straight to a payload */
 	bool rx_dry;		/* the last read found the socket empty */
 	bool rx_stream;		/* long messages are coming in */

@@ -372,7 +372,14 @@ int iw_qp_post_send(struct iw_qp *qp, const struct iw_send_wr *wr)
 	idx = qp->sq_tail & (qp->sq_size - 1);
 	iw_swqe_fill(qp, &qp->sq[idx], wr, len, idx);
 	qp->sq_tail++;
-	if (qp->cm == CM_RTS && !(wr->flags & IW_WR_MORE))
+	if (qp->cm != CM_RTS || (wr->flags & IW_WR_MORE))
+		return 0;
+	/* an answer posted from inside the receive path (a rendezvous
+	 * receiver's FIN and next Read): it leaves with whatever else that
+	 * read calls for, in one sendmsg once the read is taken */
+	if (qp->rx_depth)
+		qp->tx_deferred = true;
+	else
 		iw_qp_tx(qp);
 	return 0;
 }

@@ -1090,6 +1090,10 @@ static void iw_rx_pump_stage(struct iw_qp *qp)
 		budget -= (size_t)n < budget ? (size_t)n : budget;
 		if (!iw_rx_take(qp, &r, (size_t)n, cut))
 			break;
+		if (qp->tx_deferred) {
+			qp->tx_deferred = false;
+			iw_qp_push(qp);
+		}
 	}
 }
 
@@ -1120,8 +1124,14 @@ int iw_rx_pump(struct iw_qp *qp)
 	}
 	qp->rx_depth++;
 	iw_rx_pump_stage(qp);
-	if (!--qp->rx_depth && !qp->stage_len)
-		iw_rx_stage_put(qp);
+	if (!--qp->rx_depth) {
+		if (!qp->stage_len)
+			iw_rx_stage_put(qp);
+		if (qp->tx_deferred) {
+			qp->tx_deferred = false;
+			iw_qp_push(qp);
+		}
+	}
 	return 0;
 }
 

@@ -615,8 +615,8 @@ static void iw_tx_batch_add(struct iw_qp *qp, int frame)
 	}
 }
 
-/* Sends and Writes complete once written; Reads, atomics and
- * Immediate Data are numbered or completed otherwise. */
+/* Sends and Writes complete once written, a Read when its Response is
+ * in; atomics and Immediate Data are numbered or completed otherwise. */
 static bool iw_wr_joinable(const struct iw_swqe *w, bool *tagged)
 {
 	switch (w->op) {
@@ -624,6 +624,7 @@ static bool iw_wr_joinable(const struct iw_swqe *w, bool *tagged)
 	case IW_WR_SEND_SE:
 	case IW_WR_SEND_INV:
 	case IW_WR_SEND_SE_INV:
+	case IW_WR_READ:
 		*tagged = false;
 		return true;
 	case IW_WR_WRITE:
@@ -654,6 +655,14 @@ static bool iw_tx_joins(struct iw_qp *qp)
 	w = iw_sq_at(qp, qp->sq_tx + 1);
 	if (!iw_wr_joinable(w, &tagged))
 		return false;
+	if (w->op == IW_WR_READ) {
+		/* its Request: a small FPDU, once the ORD has room */
+		if (!iw_tx_sq_can_start(qp, qp->sq_tx + 1))
+			return false;
+		fpdu = mpa_fpdu_len(DDP_UNTAGGED_HDR + RDMAP_RREQ_LEN);
+		return fpdu > IW_TX_FLAT_MAX ||
+		       qp->txb->flat_len + fpdu <= IW_TX_BATCH_FLAT;
+	}
 	if ((w->flags & IW_WR_FENCE) || w->sent ||
 	    w->len > iw_seg_room(qp, tagged))
 		return false;
@@ -682,6 +691,8 @@ static void iw_tx_joined_done(struct iw_qp *qp)
 	for (i = qp->sq_tx - qp->tx_joined; i != qp->sq_tx; i++) {
 		struct iw_swqe *w = iw_sq_at(qp, i);
 
+		if (w->op == IW_WR_READ)
+			continue;	/* done when its Response is in */
 		w->done = true;
 		w->status = IW_WC_SUCCESS;
 	}
