@@ -216,6 +216,9 @@ struct iw_listener {
 	char name[64];		/* "addr:port" for log lines */
 	struct sockaddr_storage addr;	/* bound to, as getsockname says */
 	socklen_t addr_len;		/* 0: unknown */
+	/* the congestion control a peer on another host gets back (the
+	 * listener has iw_sock_local_cc's); "": accepted sockets keep it */
+	char cc[16];
 };
 
 #define IW_CTRL_MAX (MPA_HDR_LEN + MPA_MAX_PD + 128)

@@ -3722,6 +3722,39 @@ out:
 }
 
 /*
+ * A connection whose two ends are on this host runs Reno on both
+ * sockets, whatever the system's default: a controller that paces
+ * (BBR, common as a default) would let each side's stream out by timer.
+ * The initiator sets it before connecting, the listener before its
+ * accepted sockets' handshake.
+ */
+static void test_local_cc(void)
+{
+	char cc[2][16] = { "", "" };
+	struct eu_pair_cfg cfg;
+	struct eu_pair p;
+	socklen_t n;
+	int i, rc[2] = { -1, -1 };
+
+	cfg_default(&cfg);
+	if (!connect_pair(&p, &cfg)) {
+		report(false, "congestion control on this host: pair");
+		eu_pair_fini(&p);
+		return;
+	}
+	for (i = 0; i < 2; i++) {
+		n = sizeof(cc[i]) - 1;
+		rc[i] = getsockopt(iw_qp_fd(i ? p.b.qp : p.a.qp), IPPROTO_TCP,
+				   TCP_CONGESTION, cc[i], &n);
+	}
+	report(!rc[0] && !rc[1] && !strcmp(cc[0], "reno") &&
+		       !strcmp(cc[1], "reno"),
+	       "congestion control on this host: initiator \"%s\", "
+	       "responder \"%s\" (reno on both)", cc[0], cc[1]);
+	eu_pair_fini(&p);
+}
+
+/*
  * A busy-polling side that has to wait for its socket: once a read found
  * it empty in the middle of a long transfer, or a send found it full, it
  * asks poll() before the next try instead of retrying the syscall, which
@@ -3942,6 +3975,7 @@ int main(int argc, char **argv)
 	timed("whole messages joined in one sendmsg", test_tx_join);
 	timed("joined Reads within the ORD", test_tx_join_ord);
 	timed("answers from the receive path", test_rx_answers);
+	timed("congestion control on this host", test_local_cc);
 	timed("small FPDUs in one iovec", test_tx_flat);
 	timed("bad requests", test_bad_requests);
 	timed("flow control", test_flow_control);
