@@ -195,19 +195,6 @@ static bool iw_sa_loopback(const struct sockaddr *sa)
 		s6->sin6_addr.s6_addr[12] == 127);
 }
 
-static bool iw_sa_same_ip(const struct sockaddr *a, const struct sockaddr *b)
-{
-	if (a->sa_family != b->sa_family)
-		return false;
-	if (a->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-	return a->sa_family == AF_INET6 &&
-	       !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-		       &((const struct sockaddr_in6 *)b)->sin6_addr,
-		       sizeof(struct in6_addr));
-}
-
 /* Reads octets of an MPA frame without reading past it. Returns 1 when
  * complete, 0 need more, -EAGAIN/-errno, -ECONNRESET on EOF, -EPROTO. */
 static int iw_read_frame(int fd, uint8_t *buf, size_t *have,

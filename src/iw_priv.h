@@ -217,7 +217,8 @@ struct iw_listener {
 	struct sockaddr_storage addr;	/* bound to, as getsockname says */
 	socklen_t addr_len;		/* 0: unknown */
 	/* the congestion control a peer on another host gets back (the
-	 * listener has iw_sock_local_cc's); "": accepted sockets keep it */
+	 * listener has IW_LOCAL_CC); "": accepted sockets keep the
+	 * listener's */
 	char cc[16];
 };
 

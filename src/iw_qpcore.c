@@ -404,6 +404,23 @@ int iw_qp_getpeer(const struct iw_qp *qp, struct sockaddr *sa,
 	return iw_qp_sockname(qp->fd, true, sa, len);
 }
 
+bool iw_sa_same_ip(const struct sockaddr *a, const struct sockaddr *b)
+{
+	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)b;
+	const struct sockaddr_in6 *a6 = (const void *)a, *b6 = (const void *)b;
+	const struct in6_addr *v6;
+	const struct in_addr *v4;
+
+	if (a->sa_family == b->sa_family)
+		return a->sa_family == AF_INET6 ?
+			       !memcmp(&a6->sin6_addr, &b6->sin6_addr,
+				       sizeof(struct in6_addr)) :
+			       a4->sin_addr.s_addr == b4->sin_addr.s_addr;
+	v6 = a->sa_family == AF_INET6 ? &a6->sin6_addr : &b6->sin6_addr;
+	v4 = a->sa_family == AF_INET ? &a4->sin_addr : &b4->sin_addr;
+	return IN6_IS_ADDR_V4MAPPED(v6) && !memcmp(&v6->s6_addr[12], v4, 4);
+}
+
 void iw_sa_str(const struct sockaddr_storage *ss, char *buf,
 		      size_t size)
 {

@@ -1056,6 +1056,16 @@ static bool iw_rx_ready(struct iw_qp *qp)
  * sender's segments wait in the backlog, to be processed late by the
  * receiver itself.
  */
+/* What the read just taken made its upcalls post (iw_qp_post_send),
+ * in one sendmsg. */
+static void iw_rx_push_deferred(struct iw_qp *qp)
+{
+	if (!qp->tx_deferred)
+		return;
+	qp->tx_deferred = false;
+	iw_qp_push(qp);
+}
+
 static void iw_rx_pump_stage(struct iw_qp *qp)
 {
 	size_t budget = 8u << 20;
@@ -1090,10 +1100,7 @@ static void iw_rx_pump_stage(struct iw_qp *qp)
 		budget -= (size_t)n < budget ? (size_t)n : budget;
 		if (!iw_rx_take(qp, &r, (size_t)n, cut))
 			break;
-		if (qp->tx_deferred) {
-			qp->tx_deferred = false;
-			iw_qp_push(qp);
-		}
+		iw_rx_push_deferred(qp);
 	}
 }
 
@@ -1127,10 +1134,7 @@ int iw_rx_pump(struct iw_qp *qp)
 	if (!--qp->rx_depth) {
 		if (!qp->stage_len)
 			iw_rx_stage_put(qp);
-		if (qp->tx_deferred) {
-			qp->tx_deferred = false;
-			iw_qp_push(qp);
-		}
+		iw_rx_push_deferred(qp);
 	}
 	return 0;
 }

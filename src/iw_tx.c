@@ -660,14 +660,13 @@ static bool iw_tx_joins(struct iw_qp *qp)
 		if (!iw_tx_sq_can_start(qp, qp->sq_tx + 1))
 			return false;
 		fpdu = mpa_fpdu_len(DDP_UNTAGGED_HDR + RDMAP_RREQ_LEN);
-		return fpdu > IW_TX_FLAT_MAX ||
-		       qp->txb->flat_len + fpdu <= IW_TX_BATCH_FLAT;
+	} else {
+		if ((w->flags & IW_WR_FENCE) || w->sent ||
+		    w->len > iw_seg_room(qp, tagged))
+			return false;
+		fpdu = mpa_fpdu_len(DDP_UNTAGGED_HDR + (size_t)w->len);
 	}
-	if ((w->flags & IW_WR_FENCE) || w->sent ||
-	    w->len > iw_seg_room(qp, tagged))
-		return false;
 	/* one that would go flat needs the room for it */
-	fpdu = mpa_fpdu_len(DDP_UNTAGGED_HDR + (size_t)w->len);
 	return tagged || fpdu > IW_TX_FLAT_MAX ||
 	       qp->txb->flat_len + fpdu <= IW_TX_BATCH_FLAT;
 }

@@ -475,6 +475,8 @@ int iw_qp_getname(const struct iw_qp *qp, struct sockaddr *sa,
 		  socklen_t *len);
 int iw_qp_getpeer(const struct iw_qp *qp, struct sockaddr *sa,
 		  socklen_t *len);
+/* Same IP, whatever the port; IPv4 also as ::ffff:a.b.c.d. */
+bool iw_sa_same_ip(const struct sockaddr *a, const struct sockaddr *b);
 /* "qp 12 127.0.0.1:23800-127.0.0.1:40122" (local-peer, or the
  * destination while connecting): names the connection in log lines.
  * Valid until the next call for the same QP. */

@@ -4,6 +4,7 @@
  * interface list and fi_getinfo.
  */
 #include "iwarp.h"
+#include "iwarp/engine.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -25,18 +26,7 @@ bool iwarp_addr_equal(const union iwarp_sockaddr *a,
 bool iwarp_addr_same_ip(const union iwarp_sockaddr *a,
 			const union iwarp_sockaddr *b)
 {
-	const struct in6_addr *v6;
-	const struct in_addr *v4;
-
-	if (a->sa.sa_family == b->sa.sa_family)
-		return a->sa.sa_family == AF_INET6 ?
-			       !memcmp(&a->sin6.sin6_addr, &b->sin6.sin6_addr,
-				       sizeof(struct in6_addr)) :
-			       a->sin.sin_addr.s_addr == b->sin.sin_addr.s_addr;
-	v6 = a->sa.sa_family == AF_INET6 ? &a->sin6.sin6_addr :
-					   &b->sin6.sin6_addr;
-	v4 = a->sa.sa_family == AF_INET ? &a->sin.sin_addr : &b->sin.sin_addr;
-	return IN6_IS_ADDR_V4MAPPED(v6) && !memcmp(&v6->s6_addr[12], v4, 4);
+	return iw_sa_same_ip(&a->sa, &b->sa);
 }
 
 const char *iwarp_addr_str(const union iwarp_sockaddr *a, char *buf,
