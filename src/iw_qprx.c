@@ -1046,16 +1046,6 @@ static bool iw_rx_ready(struct iw_qp *qp)
 	return qp->rx.state != IW_RX_STALLED;
 }
 
-/*
- * Reads what the socket has. Headers and small payloads go through the
- * staging buffer (one recv for many FPDUs); large payload pieces are
- * received in place. Bounded per call so one busy peer cannot starve the
- * others. A stalled stream (no receive posted yet) reads nothing.
- * After a read found the socket empty mid-transfer, poll() decides: a
- * receiver that keeps the socket lock busy with empty reads makes the
- * sender's segments wait in the backlog, to be processed late by the
- * receiver itself.
- */
 /* What the read just taken made its upcalls post (iw_qp_post_send),
  * in one sendmsg. */
 static void iw_rx_push_deferred(struct iw_qp *qp)
@@ -1066,6 +1056,16 @@ static void iw_rx_push_deferred(struct iw_qp *qp)
 	iw_qp_push(qp);
 }
 
+/*
+ * Reads what the socket has. Headers and small payloads go through the
+ * staging buffer (one recv for many FPDUs); large payload pieces are
+ * received in place. Bounded per call so one busy peer cannot starve the
+ * others. A stalled stream (no receive posted yet) reads nothing.
+ * After a read found the socket empty mid-transfer, poll() decides: a
+ * receiver that keeps the socket lock busy with empty reads makes the
+ * sender's segments wait in the backlog, to be processed late by the
+ * receiver itself.
+ */
 static void iw_rx_pump_stage(struct iw_qp *qp)
 {
 	size_t budget = 8u << 20;

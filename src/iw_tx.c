@@ -636,10 +636,11 @@ static bool iw_wr_joinable(const struct iw_swqe *w, bool *tagged)
 }
 
 /*
- * The send-queue message just framed, a Send or Write, has ended: may
- * the next one join its batch? Only a Send or Write that is whole in one
- * FPDU, with no fence, and nothing that goes first (a control frame,
- * Read Responses).
+ * The send-queue message just framed (a Send, a Write or a Read's
+ * Request) has ended: may the next one join its batch? Only a Send or
+ * Write that is whole in one FPDU, with no fence, or a Read's Request
+ * within the ORD, and nothing that goes first (a control frame, Read
+ * Responses).
  */
 static bool iw_tx_joins(struct iw_qp *qp)
 {
