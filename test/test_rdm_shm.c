@@ -7,7 +7,9 @@
  * hangs leaves failures, never missing lines:
  * - tagged messages of 8 B, 64 KiB (eager) and 4 MiB (rendezvous) arrive
  *   intact both ways, and the peer is in shared memory: a segment in
- *   /dev/shm is mapped and already unlinked;
+ *   /dev/shm is mapped and already unlinked; after the first 8 B, every
+ *   page of both segments is already in the page tables
+ *   (/proc/self/pagemap), so no message waits on a page fault;
  * - FI_IWARP_SHM=0 on one side keeps both on TCP (nothing mapped);
  * - B killed (SIGKILL) while A's 4 MiB send waits for it: that send ends
  *   with an error completion carrying its context, no hang;
@@ -248,6 +250,33 @@ static int shm_mapped(void)
 	return n;
 }
 
+/* Pages of this process's segments that are not in its page tables
+ * (/proc/self/pagemap, bit 63); -1 when unreadable or none mapped. */
+static long shm_pages_absent(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	int pm = open("/proc/self/pagemap", O_RDONLY);
+	long psz = sysconf(_SC_PAGESIZE), absent = 0, seen = 0;
+	unsigned long lo, hi, a;
+	char line[512];
+	uint64_t e;
+
+	while (f && pm >= 0 && fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "/dev/shm/iwarp-shm-") ||
+		    sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+			continue;
+		for (a = lo; a < hi; a += (unsigned long)psz, seen++)
+			if (pread(pm, &e, sizeof(e), (off_t)(a / psz * 8)) !=
+				    sizeof(e) || !(e >> 63 & 1))
+				absent++;
+	}
+	if (f)
+		fclose(f);
+	if (pm >= 0)
+		close(pm);
+	return seen ? absent : -1;
+}
+
 static bool log_has(const struct ep *e, const char *what)
 {
 	char line[1024];
@@ -282,15 +311,19 @@ static void ep_close(struct ep *e)
 
 /* ---- the cases, as each child runs them */
 
-/* 0: data both ways; 1: in shared memory */
+/* 0: data both ways; 1: in shared memory; 2: segments mapped whole */
 static void case_data(struct ep *e, int me)
 {
-	bool ok = exchange(e, 8, 1, me) && exchange(e, 65536, 2, me) &&
-		  exchange(e, BIG, 3, me);
-	int m = shm_mapped();
+	bool ok = exchange(e, 8, 1, me);
+	long absent = shm_pages_absent();
+	int m;
 
+	ok = ok && exchange(e, 65536, 2, me) && exchange(e, BIG, 3, me);
+	m = shm_mapped();
 	if (me)
 		return;
+	verdict(2, absent == 0, "shm: after one 8 B message each way, every "
+		"page of both segments is mapped (%ld absent)", absent);
 	verdict(0, ok, "shm: 8 B, 64 KiB and 4 MiB tagged messages arrive "
 		"intact both ways");
 	verdict(1, ok && m == 2 && log_has(e, ": shared memory ("),
@@ -913,7 +946,7 @@ int main(void)
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (bd == MAP_FAILED)
 		return 1;
-	run_case(C_DATA, 2, "shm data");
+	run_case(C_DATA, 3, "shm data");
 	run_case(C_HDRS, 1, "small headers");
 	run_case(C_OFF, 4, "FI_IWARP_SHM=0 on one side");
 	run_case(C_KILL, 1, "kill");
