@@ -147,8 +147,9 @@ static struct iwarp_pollable *iwarp_progress_single(struct iwarp_fabric *fab,
 	struct iwarp_list *e;
 
 	/* every run flag is down between calls: none to clear (while hot,
-	 * the listeners are asked on every call: iwarp_progress_select) */
-	if (!rare_turn && !fab->nactive && !fab->hot_until_us) {
+	 * the listeners wait for the next rare turn, at most
+	 * IWARP_RARE_HOT_US away: iwarp_progress_select) */
+	if (!rare_turn && !fab->nactive) {
 		*none = true;
 		return NULL;
 	}
@@ -161,7 +162,7 @@ static struct iwarp_pollable *iwarp_progress_single(struct iwarp_fabric *fab,
 			return NULL;
 		only = p;
 	}
-	*none = !only && !fab->hot_until_us;
+	*none = !only;
 	return only;
 }
 
@@ -265,7 +266,14 @@ static bool iwarp_progress_select(struct iwarp_fabric *fab,
 	uint64_t us = 0;
 	ssize_t n, i;
 
-	if (!rare_turn && fab->hot_until_us && !(tick % IWARP_RARE_CLOCK)) {
+	/*
+	 * While hot, the clock on every call: a poll() of the listeners on
+	 * every call cost a busy pair of shared-memory ranks a syscall per
+	 * message for the 5 ms after each connection (OSU's first size
+	 * 1.5x its second); ranks that share a core call us once per yield,
+	 * so they still ask the listeners on nearly every call.
+	 */
+	if (!rare_turn && fab->hot_until_us) {
 		us = iwarp_now_us();
 		if (us >= fab->hot_until_us)
 			fab->hot_until_us = 0;
