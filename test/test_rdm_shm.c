@@ -27,6 +27,10 @@
  *   (the provider yields after a run of empty reads; needs the right to
  *   SCHED_FIFO, else skipped), and once its yields have handed the core
  *   over, each yields after fewer empty reads than on a core of its own;
+ * - right after connecting, while connection setup keeps progress hot
+ *   for a few ms, a caller spinning on fi_cq_read makes at most one
+ *   poll() per 10 us (IWARP_RARE_HOT_US), not one per call (poll() is
+ *   counted by a definition here that the provider binds to);
  * - /dev/shm too small for a segment (a private tmpfs of 64 KiB; needs
  *   CAP_SYS_ADMIN, else skipped): a warning, and both stay on TCP;
  * - no segment of any of these processes is left in /dev/shm.
@@ -36,6 +40,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
@@ -810,8 +815,70 @@ static void case_atomic(struct ep *e, int me)
 
 /* ---- the parent */
 
+/*
+ * A's first 6 ms from its first send (which starts the connection and
+ * makes progress hot for 5 ms), spinning on fi_cq_read: its poll()
+ * calls, counted below. 0: at most one per 10 us (A); 1: B received.
+ */
+#define HOT_WINDOW 0.006
+#define HOT_RARE_US 10
+#define HOT_SLACK 50
+
+static volatile bool count_polls;
+static unsigned long polls;
+
+/* ahead of libc's in the lookup, so the provider's calls come here
+ * (the program exports it: test/Makefile.include) */
+__attribute__((visibility("default"))) int poll(struct pollfd *fds, nfds_t n,
+					  int timeout)
+{
+	static int (*real)(struct pollfd *, nfds_t, int);
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "poll");
+	polls += count_polls;
+	return real ? real(fds, n, timeout) : -1;
+}
+
+static void case_hot(struct ep *e, int me)
+{
+	uint8_t buf[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, in[8] = { 0 };
+	struct fi_cq_tagged_entry c;
+	struct fi_cq_err_entry err;
+	unsigned long calls = 0, most;
+	double t0, el = 0;
+	int sent = 0;
+	void *ctx;
+
+	if (me) {
+		bool ok = !fi_trecv(e->ep, in, sizeof(in), NULL, e->peer, 5,
+				    0, in) &&
+			  reap(e, 10, &err, &ctx) == 1 && ctx == in &&
+			  !memcmp(in, buf, sizeof(in));
+
+		verdict(1, ok, "hot: B received A's 8 B");
+		return;
+	}
+	polls = 0;
+	count_polls = true;
+	t0 = tap_now();
+	if (!fi_tsend(e->ep, buf, sizeof(buf), NULL, e->peer, 5, buf))
+		while ((el = tap_now() - t0) < HOT_WINDOW) {
+			sent += fi_cq_read(e->cq, &c, 1) == 1;
+			calls++;
+		}
+	count_polls = false;
+	most = (unsigned long)(el * 1e6 / HOT_RARE_US) + HOT_SLACK;
+	while (!sent && reap(e, 10, &err, &ctx) == 1)
+		sent += ctx == buf;
+	verdict(0, sent == 1 && polls <= most, "hot: spinning for %.1f ms "
+		"from connecting: %lu poll() in %lu fi_cq_read (at most %lu), "
+		"the send completed (%d)", el * 1e3, polls, calls, most, sent);
+}
+
 enum { C_DATA, C_OFF, C_KILL, C_SCRIBBLE, C_FRAMES, C_FULL, C_ATOMIC,
-       C_SLEEP, C_CORE, C_CORE_TCP, C_SMALL, C_HDRS };
+       C_SLEEP, C_CORE, C_CORE_TCP, C_SMALL, C_HDRS,
+       C_HOT };
 
 static void child(int which, int me, pid_t a)
 {
@@ -838,6 +905,7 @@ static void child(int which, int me, pid_t a)
 	case C_FRAMES: case_scribble(&e, me, a, FRAMES); break;
 	case C_SMALL: case_scribble(&e, me, a, SMALL); break;
 	case C_HDRS: case_hdrs(&e, me); break;
+	case C_HOT: case_hot(&e, me); break;
 	case C_FULL: case_full(&e, me); break;
 	case C_ATOMIC: case_atomic(&e, me); break;
 	case C_SLEEP: case_sleep(&e, me); break;
@@ -948,6 +1016,7 @@ int main(void)
 		return 1;
 	run_case(C_DATA, 3, "shm data");
 	run_case(C_HDRS, 1, "small headers");
+	run_case(C_HOT, 2, "hot progress");
 	run_case(C_OFF, 4, "FI_IWARP_SHM=0 on one side");
 	run_case(C_KILL, 1, "kill");
 	run_case(C_SCRIBBLE, 3, "scribble");
