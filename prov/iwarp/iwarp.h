@@ -331,6 +331,9 @@ struct iwarp_pollable {
 	 * keep those.
 	 */
 	int (*sleep_fd)(struct iwarp_pollable *p);
+	/* Optional, busy pollables: true when progress would find nothing
+	 * to do (most calls of a busy poll); lock held. */
+	bool (*idle)(struct iwarp_pollable *p);
 	bool run;			/* iwarp_progress: ready or due */
 	bool nofd_idle;			/* with no socket and no deadline
 					 * there is nothing to drive (an

@@ -1355,6 +1355,19 @@ static void shm_progress(struct iwarp_pollable *p)
 		shm_teardown(c);
 }
 
+/* What shm_progress would do nothing about: no doorbell armed, no
+ * sleeper flag to count down, the next slot still unpublished, nothing
+ * queued either way. */
+static bool shm_idle(struct iwarp_pollable *p)
+{
+	struct shm_conn *c = iwarp_container_of(p, struct shm_conn, poll);
+
+	return c->mode == SHM_ON && !c->armed && !c->sleeper &&
+	       __atomic_load_n(&c->rx_slot->seq, __ATOMIC_RELAXED) ==
+		       c->rx_lap &&
+	       iwarp_list_empty(&c->txq) && iwarp_list_empty(&c->doneq);
+}
+
 /* No descriptor to poll: progress calls come every turn anyway, and
  * without a doorbell blocking waits look again every millisecond (a
  * deadline already past backs them off by 1 ms; no clock read here, as
@@ -1788,6 +1801,7 @@ static struct iwarp_rdm_xconn *shm_peer_open(struct iwarp_rdm_xep *xe,
 	c->poll.progress = shm_progress;
 	c->poll.poll_info = shm_poll_info;
 	c->poll.sleep_fd = shm_sleep_fd;
+	c->poll.idle = shm_idle;
 	c->poll.busy = true;
 	c->bell_in = c->bell_out = -1;
 	c->iw = iw->peer_open(se->iw, (struct iwarp_rdm_peer *)(void *)c,
