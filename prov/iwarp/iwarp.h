@@ -359,7 +359,7 @@ struct iwarp_pollable {
 #define IWARP_RARE_EVERY 128
 #define IWARP_RARE_US 50
 /* while connections are being set up (iwarp_progress_hot): a rare turn
- * every IWARP_RARE_HOT_US, looked at every IWARP_RARE_CLOCK calls */
+ * every IWARP_RARE_HOT_US, the clock looked at on every call */
 #define IWARP_RARE_HOT_US 10
 #define IWARP_RARE_CLOCK 8
 #define IWARP_RARE_MS 2

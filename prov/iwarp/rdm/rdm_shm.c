@@ -1325,6 +1325,15 @@ static void shm_done_run(struct shm_conn *c)
 	}
 }
 
+/* A busy poll mostly finds nothing: the ring is on and its next slot
+ * still has its last lap's number. */
+static bool shm_rx_quiet(const struct shm_conn *c)
+{
+	return c->mode == SHM_ON &&
+	       __atomic_load_n(&c->rx_slot->seq, __ATOMIC_RELAXED) ==
+		       c->rx_lap;
+}
+
 static void shm_progress(struct iwarp_pollable *p)
 {
 	struct shm_conn *c = iwarp_container_of(p, struct shm_conn, poll);
@@ -1342,10 +1351,7 @@ static void shm_progress(struct iwarp_pollable *p)
 		c->sleeper = false;
 		__atomic_store_n(&c->rx_seg->sleeper, 0, __ATOMIC_RELAXED);
 	}
-	/* a busy poll mostly finds nothing: the next slot still has its
-	 * last lap's number, and nothing is queued either way */
-	if (c->mode != SHM_ON ||
-	    __atomic_load_n(&c->rx_slot->seq, __ATOMIC_RELAXED) != c->rx_lap)
+	if (!shm_rx_quiet(c))
 		shm_rx_run(c);
 	if (!iwarp_list_empty(&c->txq))
 		shm_tx_flush(c);
@@ -1362,9 +1368,7 @@ static bool shm_idle(struct iwarp_pollable *p)
 {
 	struct shm_conn *c = iwarp_container_of(p, struct shm_conn, poll);
 
-	return c->mode == SHM_ON && !c->armed && !c->sleeper &&
-	       __atomic_load_n(&c->rx_slot->seq, __ATOMIC_RELAXED) ==
-		       c->rx_lap &&
+	return !c->armed && !c->sleeper && shm_rx_quiet(c) &&
 	       iwarp_list_empty(&c->txq) && iwarp_list_empty(&c->doneq);
 }
 
